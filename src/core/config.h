@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Every setting of the daemon. The one table in config.c defines each of them once:
+ * name, environment variable, flag, type, default, bounds and help. Parsing, `serve --help`,
+ * docs/CONFIGURATION.md and the /healthz report are generated from it. */
+typedef struct Config {
+        char *listen;                 /* HOST:PORT */
+        char *data_dir;
+        char *worker_id;              /* "" = chosen on first start, kept in DATA/worker_id */
+        char *worker_endpoint;        /* "" = http://<listen> */
+        char *log_level;
+        uint64_t http_threads;        /* 0 = from the number of cores */
+        uint64_t max_connections;
+        uint64_t http_idle_timeout_seconds;
+        uint64_t max_file_api_bytes;
+        uint64_t max_upload_bytes;
+        uint64_t max_archive_entries;
+        uint64_t max_list_limit;
+        uint64_t uid_start;
+        uint64_t uid_end;
+        uint64_t uid_quarantine_seconds;
+        uint64_t hold_wait_seconds;
+        uint64_t shutdown_grace_seconds;
+        uint64_t sqlite_busy_timeout_ms;
+
+        /* Secrets: environment or file only, never a flag; never printed. */
+        char *internal_token;
+        char *internal_token_file;
+} Config;
+
+typedef enum {
+        CONFIG_STRING,
+        CONFIG_UINT,
+        CONFIG_BYTES,
+        CONFIG_ENUM,
+} ConfigType;
+
+typedef struct ConfigSetting {
+        const char *env;              /* SANDBOX_... */
+        const char *flag;             /* --... or NULL for secrets */
+        ConfigType type;
+        const char *def;              /* default, as text */
+        uint64_t min, max;            /* for UINT/BYTES */
+        const char *const *choices;   /* for ENUM, NULL-terminated */
+        const char *help;
+        size_t offset;                /* into Config */
+        bool secret;
+} ConfigSetting;
+
+extern const ConfigSetting config_settings[];
+extern const size_t config_settings_count;
+
+/* Fills C from defaults, then the environment, then ARGV (flags of `serve`). On a bad value
+ * returns -EINVAL with one sentence naming the setting in ERRBUF. Returns 1 if --help was
+ * given (help printed to OUT). */
+int config_load(Config *c, int argc, char *const *argv, FILE *out, char *errbuf, size_t errlen);
+
+/* Cross-setting checks (uid range order, ...). */
+int config_validate(const Config *c, char *errbuf, size_t errlen);
+
+void config_free(Config *c);
+
+void config_print_help(FILE *out);
+void config_print_markdown(FILE *out);
+
+/* The effective value of SETTING as text (secrets redacted), caller frees. */
+char *config_value_string(const Config *c, const ConfigSetting *setting);

@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "time-util.h"
+
+/* The metadata store: an interface of atomic domain operations. Each operation is one
+ * statement or one transaction (a compare-and-set), never a read followed by a blind write,
+ * so that the PostgreSQL backend can implement the same operations for a fleet.
+ *
+ * Every function returns 0 (or a count) on success or a negative errno:
+ *   -ENOENT   no such sandbox (for this owner)
+ *   -ESTALE   the generation given is not the current one
+ *   -EXDEV    the sandbox is live in another workspace scope
+ *   -EBUSY    the sandbox is not in a status that allows the operation
+ *   -ENOSPC   no free uid in the configured range
+ *   -EPROTO   the database schema is newer than this binary understands
+ *   -EIO      anything else from the database
+ * ret_* parameters are written only on success. Strings inside records are bounded by
+ * the API's validation; the store rejects longer ones with -EINVAL. */
+
+typedef enum SandboxStatus {
+        SANDBOX_ASSIGNED,
+        SANDBOX_READY,
+        SANDBOX_SUSPENDING,
+        SANDBOX_SUSPENDED,
+        SANDBOX_RELEASING,
+        SANDBOX_RELEASED,
+        _SANDBOX_STATUS_MAX,
+} SandboxStatus;
+
+const char *sandbox_status_to_string(SandboxStatus s);
+int sandbox_status_from_string(const char *s); /* -EINVAL if unknown */
+
+#define OWNER_MAX 64
+#define SANDBOX_ID_MAX 128
+#define SCOPE_ID_MAX 191
+#define PROFILE_MAX 64
+#define OPAQUE_ID_LEN 32 /* internal_id, lifecycle_id: 32 lowercase hex characters */
+#define WORKER_ID_MAX 64
+#define EPOCH_LEN 32
+#define ENDPOINT_MAX 256
+#define PRINCIPAL_NAME_MAX 64
+#define REASON_MAX 128
+
+typedef struct SandboxRecord {
+        char owner[OWNER_MAX + 1];
+        char sandbox_id[SANDBOX_ID_MAX + 1];
+        char workspace_scope_id[SCOPE_ID_MAX + 1];
+        char profile[PROFILE_MAX + 1];
+        char internal_id[OPAQUE_ID_LEN + 1];   /* stable for the (owner, sandbox_id) row */
+        char lifecycle_id[OPAQUE_ID_LEN + 1];  /* new at every resolve that (re)creates it */
+        uint64_t generation;
+        uint32_t uid;                          /* gid = uid */
+        SandboxStatus status;
+        char worker_id[WORKER_ID_MAX + 1];
+        char worker_epoch[EPOCH_LEN + 1];
+        uint64_t lifecycle_count;              /* lifecycles so far, this one included */
+        uint64_t content_version;              /* bumped by every change to the files */
+        usec_t created_at;                     /* this lifecycle's creation */
+        usec_t updated_at;
+        usec_t connected_at;                   /* 0 = never */
+        usec_t released_at;                    /* 0 = live */
+} SandboxRecord;
+
+typedef struct LifecycleEvent {
+        uint64_t seq;
+        char lifecycle_id[OPAQUE_ID_LEN + 1];
+        uint64_t generation;
+        char event[32];                        /* created, connected, released, reowned, ... */
+        char principal[PRINCIPAL_NAME_MAX + 1];
+        char reason[REASON_MAX + 1];
+        char worker_id[WORKER_ID_MAX + 1];
+        char worker_epoch[EPOCH_LEN + 1];
+        usec_t at;
+} LifecycleEvent;
+
+typedef struct ResolveRequest {
+        const char *owner;
+        const char *sandbox_id;
+        const char *workspace_scope_id;
+        const char *profile;
+        const char *worker_id;
+        const char *worker_epoch;
+        const char *principal;
+        /* uid pool: a fresh uid is taken from [uid_start, uid_end] that no live or
+         * quarantined sandbox holds; PREFERRED_UID (random, chosen by the caller) is tried
+         * first, then others. */
+        uint32_t uid_start, uid_end, preferred_uid;
+        /* New ids for the case where a lifecycle is created (the caller makes them random). */
+        const char *new_internal_id;
+        const char *new_lifecycle_id;
+        usec_t now;
+} ResolveRequest;
+
+#define SANDBOX_FILTER_LIVE (-1) /* every status but RELEASED */
+#define SANDBOX_FILTER_ANY (-2)
+
+typedef struct SandboxFilter {
+        const char *owner;                     /* required */
+        const char *workspace_scope_id;        /* NULL = any */
+        int status;                            /* SANDBOX_FILTER_LIVE, SANDBOX_FILTER_ANY, or a SandboxStatus */
+        uint64_t limit, offset;
+} SandboxFilter;
+
+typedef struct WorkerInfo {
+        const char *worker_id;
+        const char *worker_epoch;
+        const char *endpoint;
+        const char *capabilities_json;         /* a JSON object as text */
+        usec_t now;
+} WorkerInfo;
+
+typedef struct Store Store;
+
+typedef struct StoreOps {
+        const char *name;                      /* "sqlite" */
+
+        void (*close)(Store *s);
+
+        /* Registers this worker (insert or update) and returns the epoch it had before,
+         * "" when new. */
+        int (*worker_register)(Store *s, const WorkerInfo *w, char ret_previous_epoch[EPOCH_LEN + 1]);
+
+        /* Resolve or create: a live sandbox in the same scope is returned as is (*ret_created
+         * = false); one in another scope gives -EXDEV; a missing or RELEASED one starts a new
+         * lifecycle: generation + 1, a new lifecycle_id, status ASSIGNED, a fresh uid, a
+         * "created" event (*ret_created = true). */
+        int (*sandbox_resolve)(Store *s, const ResolveRequest *req, SandboxRecord *ret, bool *ret_created);
+
+        int (*sandbox_get)(Store *s, const char *owner, const char *sandbox_id, SandboxRecord *ret);
+
+        /* Looks a sandbox up by its internal id, any owner (for the daemon's own jobs). */
+        int (*sandbox_get_internal)(Store *s, const char *internal_id, SandboxRecord *ret);
+
+        /* Fills up to FILTER->limit records into RET (caller-allocated array of that size),
+         * *RET_COUNT of them, and *RET_TOTAL = number matching overall. Ordered by sandbox_id. */
+        int (*sandbox_list)(Store *s, const SandboxFilter *filter, SandboxRecord *ret, size_t *ret_count,
+                            uint64_t *ret_total);
+
+        /* Compare-and-set of the status: succeeds only when (owner, sandbox_id, generation)
+         * match and the status is FROM; then sets TO and appends EVENT (if not NULL) to the
+         * history. -ESTALE on a generation mismatch, -EBUSY on a status mismatch. For
+         * TO == SANDBOX_READY from ASSIGNED, connected_at is set; for RELEASED, released_at
+         * is set and the uid goes into quarantine from NOW. */
+        int (*sandbox_transition)(Store *s, const char *owner, const char *sandbox_id, uint64_t generation,
+                                  SandboxStatus from, SandboxStatus to, const char *event, const char *principal,
+                                  const char *reason, usec_t now, SandboxRecord *ret);
+
+        /* Bumps content_version (after a change to the files) if GENERATION is current. */
+        int (*sandbox_touch)(Store *s, const char *owner, const char *sandbox_id, uint64_t generation, usec_t now);
+
+        /* Re-owns every live sandbox of WORKER_ID whose epoch is PREVIOUS_EPOCH: sets NEW_EPOCH,
+         * generation + 1, and a "reowned" event. Returns the number re-owned. */
+        int (*sandbox_reown)(Store *s, const char *worker_id, const char *previous_epoch, const char *new_epoch,
+                             usec_t now);
+
+        /* Sandboxes of this worker left in RELEASING (a crash mid-release): up to MAX. */
+        int (*sandbox_list_releasing)(Store *s, const char *worker_id, SandboxRecord *ret, size_t max,
+                                      size_t *ret_count);
+
+        /* History of one sandbox, oldest first: up to MAX events from offset. */
+        int (*history_list)(Store *s, const char *owner, const char *sandbox_id, uint64_t offset,
+                            LifecycleEvent *ret, size_t max, size_t *ret_count, uint64_t *ret_total);
+
+        /* uids whose quarantine started before BEFORE: up to MAX of them, to be checked for
+         * remnants; then uid_free() returns a clean one to the pool. */
+        int (*uid_list_quarantined)(Store *s, usec_t before, uint32_t *ret, size_t max, size_t *ret_count);
+        int (*uid_free)(Store *s, uint32_t uid);
+
+        /* A small report for /healthz: backend, schema version, counts. */
+        int (*report)(Store *s, json_t **ret);
+} StoreOps;
+
+struct Store {
+        const StoreOps *ops;
+};
+
+typedef struct StoreOptions {
+        const char *data_dir;          /* the sqlite file lives at DATA/sandloom.db */
+        uint64_t busy_timeout_ms;
+} StoreOptions;
+
+/* Opens the embedded SQLite store, applying pending migrations. A database whose schema
+ * needs a newer binary gives -EPROTO and a sentence in ERRBUF. */
+int store_open_sqlite(const StoreOptions *opts, Store **ret, char *errbuf, size_t errlen);
+
+static inline void store_close(Store *s) {
+        if (s)
+                s->ops->close(s);
+}

@@ -1,0 +1,3 @@
+/* placeholder: being written */
+#include <stdio.h>
+int main(void) { fprintf(stderr, "not written yet\n"); return 1; }
