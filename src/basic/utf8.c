@@ -6,11 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-int utf8_sequence_length(const unsigned char *s, size_t avail) {
+/* Checks the sequence starting at S. Returns its length (1..4) when valid; otherwise 0 and
+ * *ret_bad = the length of the maximal invalid subpart (the lead byte plus the continuation
+ * bytes that were still acceptable), or -1 when S is a valid prefix cut short by the end. */
+static int check_sequence(const unsigned char *s, size_t avail, size_t *ret_bad) {
         unsigned char c = s[0];
         int need;
         unsigned char lo = 0x80, hi = 0xBF;
 
+        *ret_bad = 1;
         if (c < 0x80)
                 return 1;
         if (c >= 0xC2 && c <= 0xDF)
@@ -31,14 +35,23 @@ int utf8_sequence_length(const unsigned char *s, size_t avail) {
                 return 0;
 
         for (int i = 1; i < need; i++) {
-                if ((size_t) i >= avail)
+                if ((size_t) i >= avail) {
+                        *ret_bad = (size_t) i;
                         return -1;
+                }
                 unsigned char b = s[i];
                 unsigned char l = i == 1 ? lo : 0x80, h = i == 1 ? hi : 0xBF;
-                if (b < l || b > h)
+                if (b < l || b > h) {
+                        *ret_bad = (size_t) i;
                         return 0;
+                }
         }
         return need;
+}
+
+int utf8_sequence_length(const unsigned char *s, size_t avail) {
+        size_t bad;
+        return check_sequence(s, avail, &bad);
 }
 
 bool utf8_is_valid(const char *s, size_t len) {
@@ -65,18 +78,16 @@ int utf8_sanitize(const char *s, size_t len, char **ret, size_t *ret_len) {
         if (!out)
                 return -ENOMEM;
         while (i < len) {
-                int k = utf8_sequence_length(p + i, len - i);
+                size_t bad;
+                int k = check_sequence(p + i, len - i, &bad);
                 if (k > 0) {
                         memcpy(out + o, p + i, (size_t) k);
                         o += (size_t) k;
                         i += (size_t) k;
                         continue;
                 }
-                /* Skip one invalid byte plus any continuation bytes that followed a bad lead
-                 * that was still a plausible prefix, emitting one replacement. */
-                i++;
-                while (k < 0 && i < len && (p[i] & 0xC0) == 0x80)
-                        i++;
+                /* One replacement per maximal invalid subpart (Unicode's recommended practice). */
+                i += bad;
                 memcpy(out + o, "\xEF\xBF\xBD", 3);
                 o += 3;
         }

@@ -18,6 +18,7 @@
  *   -EBUSY    the sandbox is not in a status that allows the operation
  *   -ENOSPC   no free uid in the configured range
  *   -EPROTO   the database schema is newer than this binary understands
+ *   -EAGAIN   the database stayed locked past the busy timeout
  *   -EIO      anything else from the database
  * ret_* parameters are written only on success. Strings inside records are bounded by
  * the API's validation; the store rejects longer ones with -EINVAL. */
