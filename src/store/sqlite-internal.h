@@ -50,6 +50,14 @@ typedef enum SqliteStmt {
         STMT_UID_FREE,
         STMT_WORKER_EPOCH,
         STMT_WORKER_UPSERT,
+        STMT_EXEC_INSERT,
+        STMT_EXEC_FENCE,
+        STMT_EXEC_GET,
+        STMT_EXEC_STATUS,
+        STMT_EXEC_FINISH,
+        STMT_EXEC_MARK_LOST,
+        STMT_EXEC_PRUNE_SELECT,
+        STMT_EXEC_DELETE,
         _STMT_MAX,
 } SqliteStmt;
 
@@ -129,7 +137,7 @@ void store_sqlite_pool_close(SqliteStore *s);
  * needs a newer binary. Writes a sentence to ERRBUF on failure. */
 int store_sqlite_migrate(sqlite3 *db, const char *path, unsigned *ret_version, char *errbuf, size_t errlen);
 
-/* The operations, one file per concern (sqlite-sandbox.c, sqlite-uid.c); sqlite.c assembles
+/* The operations, one file per concern (sqlite-sandbox.c, sqlite-uid.c, sqlite-exec.c); sqlite.c assembles
  * them into the StoreOps table. */
 int store_sqlite_sandbox_resolve(Store *s, const ResolveRequest *q, SandboxRecord *ret, bool *ret_created);
 int store_sqlite_sandbox_get(Store *s, const char *owner, const char *sandbox_id, SandboxRecord *ret);
@@ -148,6 +156,13 @@ int store_sqlite_history_list(Store *s, const char *owner, const char *sandbox_i
                               LifecycleEvent *ret, size_t max, size_t *ret_count, uint64_t *ret_total);
 int store_sqlite_uid_list_quarantined(Store *s, usec_t before, uint32_t *ret, size_t max, size_t *ret_count);
 int store_sqlite_uid_free(Store *s, uint32_t uid);
+int store_sqlite_exec_begin(Store *s, const ExecBegin *b, ExecRecord *ret, bool *ret_created);
+int store_sqlite_exec_finish(Store *s, const ExecFinish *f);
+int store_sqlite_exec_get(Store *s, const char *owner, const char *sandbox_id, const char *lifecycle_id,
+                          const char *exec_id, ExecRecord *ret);
+int store_sqlite_exec_mark_lost(Store *s, const char *worker_id, const char *current_epoch, usec_t now);
+int store_sqlite_exec_prune(Store *s, usec_t before, char (*ret_exec_uids)[OPAQUE_ID_LEN + 1], size_t max,
+                            size_t *ret_count);
 
 /* Inside the write transaction of a resolve: takes a free uid of the request's range for
  * INTERNAL_ID's new lifecycle (-ENOSPC when there is none). */

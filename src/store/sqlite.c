@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The embedded SQLite store: opening it (file, WAL, migrations), the SQL of every statement,
- * the worker table, the /healthz report, and the StoreOps table. The sandbox and uid
- * operations live in sqlite-sandbox.c and sqlite-uid.c, connections in sqlite-conn.c. */
+ * the worker table, the /healthz report, and the StoreOps table. The sandbox, uid and exec
+ * operations live in sqlite-sandbox.c, sqlite-uid.c and sqlite-exec.c, connections in
+ * sqlite-conn.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -24,6 +25,15 @@
 #define SANDBOX_FILTER                                                                                    \
         " WHERE owner = ?1 AND (?2 IS NULL OR workspace_scope_id = ?2)"                                   \
         " AND CASE ?3 WHEN 'ANY' THEN 1 WHEN 'LIVE' THEN status <> 'RELEASED' ELSE status = ?3 END"
+
+/* The order col_exec() in sqlite-exec.c reads. */
+#define EXEC_COLUMNS                                                                                      \
+        "owner, sandbox_id, lifecycle_id, exec_id, exec_uid, fingerprint, generation, exec_scope, "      \
+        "background, timeout_seconds, status, exit_code, signal, truncated, stdout_bytes, stderr_bytes, " \
+        "cpu_ms, max_rss_bytes, oom_killed, worker_id, worker_epoch, created_at, started_at, "            \
+        "finished_at, duration_ms, stdout, stderr"
+
+#define EXEC_KEY " owner = ?1 AND sandbox_id = ?2 AND lifecycle_id = ?3 AND exec_id = ?4"
 
 #define EVENT_INSERT                                                                                      \
         "INSERT INTO sandbox_events (owner, sandbox_id, lifecycle_id, generation, event, principal, "     \
@@ -110,6 +120,38 @@ const char *const store_sqlite_sql[_STMT_MAX] = {
                 "started_at = CASE WHEN worker_epoch = excluded.worker_epoch THEN started_at ELSE excluded.started_at END, "
                 "worker_epoch = excluded.worker_epoch, endpoint = excluded.endpoint, "
                 "capabilities = excluded.capabilities, heartbeat_at = excluded.heartbeat_at",
+
+        /* The fence and the insert in one statement: a row is inserted only when the sandbox is
+         * READY in this lifecycle and generation and the exec_id is new in it. Inserting nothing
+         * sends the caller to STMT_EXEC_FENCE/STMT_EXEC_GET to learn why, off the hot path. */
+        [STMT_EXEC_INSERT] =
+                "INSERT INTO execs (owner, sandbox_id, lifecycle_id, exec_id, exec_uid, generation, fingerprint, "
+                "principal, argv, cwd, env_keys, exec_scope, background, timeout_seconds, status, worker_id, "
+                "worker_epoch, created_at, started_at) "
+                "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 'RUNNING', ?15, ?16, ?17, ?17 "
+                "FROM sandboxes WHERE owner = ?1 AND sandbox_id = ?2 AND lifecycle_id = ?3 AND generation = ?6 "
+                "AND status = 'READY' "
+                "ON CONFLICT (owner, sandbox_id, lifecycle_id, exec_id) DO NOTHING",
+        [STMT_EXEC_FENCE] = "SELECT lifecycle_id, generation, status FROM sandboxes WHERE owner = ?1 AND sandbox_id = ?2",
+        [STMT_EXEC_GET] = "SELECT " EXEC_COLUMNS " FROM execs WHERE" EXEC_KEY,
+        [STMT_EXEC_STATUS] = "SELECT status FROM execs WHERE" EXEC_KEY,
+        [STMT_EXEC_FINISH] =
+                "UPDATE execs SET status = ?6, exit_code = ?7, signal = ?8, truncated = ?9, stdout = ?10, "
+                "stderr = ?11, stdout_bytes = ?12, stderr_bytes = ?13, cpu_ms = ?14, max_rss_bytes = ?15, "
+                "oom_killed = ?16, started_at = ?17, finished_at = ?18, duration_ms = ?19 "
+                "WHERE" EXEC_KEY " AND status = 'RUNNING' AND worker_epoch = ?5",
+        [STMT_EXEC_MARK_LOST] =
+                "UPDATE execs SET status = 'WORKER_LOST', finished_at = ?3, "
+                "duration_ms = CASE WHEN ?3 > started_at THEN (?3 - started_at) / 1000 ELSE 0 END "
+                "WHERE worker_id = ?1 AND status = 'RUNNING' AND worker_epoch <> ?2",
+        /* Oldest first, at most ?2 rows per call so that a large backlog never holds the write
+         * lock for long. "finished_at > 0" lets the partial index execs_by_finished serve it.
+         * Selected, then deleted by rowid (not DELETE ... RETURNING: SQLite 3.40 evaluates
+         * "column IS NULL" in a DELETE's RETURNING clause wrongly). */
+        [STMT_EXEC_PRUNE_SELECT] =
+                "SELECT rowid, exec_uid, stdout IS NULL OR stderr IS NULL FROM execs "
+                "WHERE finished_at > 0 AND finished_at < ?1 AND status <> 'RUNNING' ORDER BY finished_at LIMIT ?2",
+        [STMT_EXEC_DELETE] = "DELETE FROM execs WHERE rowid = ?1",
 };
 
 #define CAPABILITIES_MAX (64 * 1024)
@@ -250,6 +292,11 @@ static const StoreOps sqlite_ops = {
         .history_list = store_sqlite_history_list,
         .uid_list_quarantined = store_sqlite_uid_list_quarantined,
         .uid_free = store_sqlite_uid_free,
+        .exec_begin = store_sqlite_exec_begin,
+        .exec_finish = store_sqlite_exec_finish,
+        .exec_get = store_sqlite_exec_get,
+        .exec_mark_lost = store_sqlite_exec_mark_lost,
+        .exec_prune = store_sqlite_exec_prune,
         .report = sqlite_report,
 };
 

@@ -115,6 +115,89 @@ typedef struct WorkerInfo {
         usec_t now;
 } WorkerInfo;
 
+/* --- execs --- */
+
+typedef enum ExecStatus {
+        EXEC_RUNNING,
+        EXEC_SUCCEEDED,
+        EXEC_FAILED,
+        EXEC_TIMED_OUT,
+        EXEC_CANCELLED,
+        EXEC_WORKER_LOST,
+        _EXEC_STATUS_MAX,
+} ExecStatus;
+
+const char *exec_status_to_string(ExecStatus s);
+int exec_status_from_string(const char *s); /* -EINVAL if unknown */
+
+#define EXEC_ID_MAX 128
+#define EXEC_SCOPE_MAX 128
+#define FINGERPRINT_LEN 64 /* sha256, lowercase hex */
+#define EXEC_INLINE_OUTPUT_MAX (64 * 1024)
+
+typedef struct ExecRecord {
+        char owner[OWNER_MAX + 1];
+        char sandbox_id[SANDBOX_ID_MAX + 1];
+        char lifecycle_id[OPAQUE_ID_LEN + 1];
+        char exec_id[EXEC_ID_MAX + 1];
+        char exec_uid[OPAQUE_ID_LEN + 1];      /* opaque, names spool files and cgroups */
+        char fingerprint[FINGERPRINT_LEN + 1];
+        uint64_t generation;
+        char exec_scope[EXEC_SCOPE_MAX + 1];   /* "" = the whole sandbox */
+        bool background;
+        uint64_t timeout_seconds;
+        ExecStatus status;
+        bool has_exit_code;
+        int exit_code;
+        int signal;                            /* 0 = none */
+        bool truncated;
+        uint64_t stdout_bytes, stderr_bytes;   /* produced, raw (may exceed what was kept) */
+        uint64_t cpu_ms, max_rss_bytes;
+        bool oom_killed;
+        char worker_id[WORKER_ID_MAX + 1];
+        char worker_epoch[EPOCH_LEN + 1];
+        usec_t created_at, started_at, finished_at;
+        uint64_t duration_ms;
+        /* Output kept inline in the store (small outputs, <= EXEC_INLINE_OUTPUT_MAX each) when
+         * *_inline is true; otherwise the exec engine's spool file named by exec_uid holds it.
+         * Allocated; exec_record_clear() frees them. */
+        bool stdout_inline, stderr_inline;
+        char *stdout_data, *stderr_data;
+        size_t stdout_len, stderr_len;
+} ExecRecord;
+
+void exec_record_clear(ExecRecord *r);
+
+typedef struct ExecBegin {
+        const char *owner, *sandbox_id, *lifecycle_id, *exec_id, *exec_uid, *fingerprint;
+        uint64_t generation;
+        const char *principal;
+        const char *argv_json;                 /* JSON array text */
+        const char *cwd;
+        const char *env_keys_json;             /* JSON array of names, never values */
+        const char *exec_scope;                /* NULL or "" = whole sandbox */
+        bool background;
+        uint64_t timeout_seconds;
+        const char *worker_id, *worker_epoch;
+        usec_t now;
+} ExecBegin;
+
+typedef struct ExecFinish {
+        const char *owner, *sandbox_id, *lifecycle_id, *exec_id;
+        const char *worker_epoch;              /* finishes only a RUNNING record of this epoch */
+        ExecStatus status;
+        bool has_exit_code;
+        int exit_code, signal;
+        bool truncated;
+        uint64_t stdout_bytes, stderr_bytes, cpu_ms, max_rss_bytes;
+        bool oom_killed;
+        usec_t started_at, finished_at;
+        uint64_t duration_ms;
+        /* Inline output (NULL = kept in the spool file). */
+        const char *stdout_data, *stderr_data;
+        size_t stdout_len, stderr_len;
+} ExecFinish;
+
 typedef struct Store Store;
 
 typedef struct StoreOps {
@@ -171,6 +254,30 @@ typedef struct StoreOps {
          * remnants; then uid_free() returns a clean one to the pool. */
         int (*uid_list_quarantined)(Store *s, usec_t before, uint32_t *ret, size_t max, size_t *ret_count);
         int (*uid_free)(Store *s, uint32_t uid);
+
+        /* Exec idempotency and fencing, atomically: the sandbox (owner, sandbox_id) must be READY
+         * with this generation and lifecycle (-ENOENT no sandbox or another lifecycle, -ESTALE
+         * generation, -EBUSY status). If (owner, sandbox_id, lifecycle_id, exec_id) exists: the
+         * same fingerprint returns it with *ret_created = false, another gives -EEXIST. Else a
+         * RUNNING record is inserted and committed (durable before the process starts). */
+        int (*exec_begin)(Store *s, const ExecBegin *b, ExecRecord *ret, bool *ret_created);
+
+        /* RUNNING (under F->worker_epoch) -> a final status. -ENOENT unknown, -EBUSY if not RUNNING
+         * or another epoch (already finished or lost). */
+        int (*exec_finish)(Store *s, const ExecFinish *f);
+
+        /* The record, with inline output if any. */
+        int (*exec_get)(Store *s, const char *owner, const char *sandbox_id, const char *lifecycle_id,
+                        const char *exec_id, ExecRecord *ret);
+
+        /* Every RUNNING exec of WORKER_ID under an epoch other than CURRENT_EPOCH becomes
+         * WORKER_LOST (finished_at = NOW). Returns the count. */
+        int (*exec_mark_lost)(Store *s, const char *worker_id, const char *current_epoch, usec_t now);
+
+        /* Deletes finished execs with finished_at < BEFORE; returns up to MAX exec_uids (of those
+         * whose output was spooled) in RET so their spool files can go too, and the count. */
+        int (*exec_prune)(Store *s, usec_t before, char (*ret_exec_uids)[OPAQUE_ID_LEN + 1], size_t max,
+                          size_t *ret_count);
 
         /* A small report for /healthz: backend, schema version, counts. */
         int (*report)(Store *s, json_t **ret);
