@@ -1,3 +1,60 @@
 /* SPDX-License-Identifier: MIT */
-/* placeholder: being written */
-int main(void) { return 1; }
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "daemon.h"
+
+/* `sandloom <command> [args]`: one binary, subcommands in a table. */
+
+static int cmd_serve(int argc, char **argv) {
+        return daemon_run(argc, argv);
+}
+
+static int cmd_config_doc(int argc, char **argv) {
+        config_print_markdown(stdout);
+        return 0;
+}
+
+static int cmd_version(int argc, char **argv) {
+        printf("sandloom %s\n", SANDLOOM_VERSION_STRING);
+        return 0;
+}
+
+static const struct {
+        const char *name;
+        int (*run)(int argc, char **argv);
+        const char *help;
+} commands[] = {
+        { "serve", cmd_serve, "Run the daemon (see `sandloom serve --help`)." },
+        { "config-doc", cmd_config_doc, "Print the configuration reference (docs/CONFIGURATION.md) as Markdown." },
+        { "version", cmd_version, "Print the version." },
+};
+
+static void usage(FILE *f) {
+        fprintf(f, "Usage: sandloom COMMAND [OPTIONS]\n\nCommands:\n");
+        for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+                fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].help);
+        fprintf(f, "  %-12s %s\n", "help", "Show this help.");
+}
+
+int main(int argc, char **argv) {
+        const char *cmd = argc > 1 ? argv[1] : NULL;
+
+        if (!cmd) {
+                usage(stderr);
+                return 2;
+        }
+        if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+                usage(stdout);
+                return 0;
+        }
+        if (!strcmp(cmd, "--version"))
+                return cmd_version(0, NULL);
+        for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+                if (!strcmp(cmd, commands[i].name))
+                        return commands[i].run(argc - 2, argv + 2);
+        fprintf(stderr, "sandloom: unknown command '%.64s'.\n\n", cmd);
+        usage(stderr);
+        return 2;
+}

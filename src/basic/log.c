@@ -40,7 +40,7 @@ void log_emit(LogLevel level, json_t *fields, const char *fmt, ...) {
         json_object_set_new(o, "ts", json_string(ts));
         json_object_set_new(o, "level", json_string(level_names[level]));
         json_object_set_new(o, "msg", json_string(msg));
-        line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
         json_decref(o);
         if (!line)
                 return;

@@ -1,2 +1,413 @@
 /* SPDX-License-Identifier: MIT */
-/* placeholder: being written */
+#include "daemon.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "holds.h"
+#include "identity.h"
+#include "json-util.h"
+#include "log.h"
+#include "reaper.h"
+#include "sandbox.h"
+#include "server.h"
+#include "string-util.h"
+
+/* `sandloom serve`, top to bottom: configuration, data directory, identity, store,
+ * recovery, housekeeping, HTTP, then wait for a signal and shut down in reverse. Every
+ * failure before serving is one sentence on stderr and a non-zero exit. */
+
+#define EXIT_CONFIG 2
+#define EXIT_SECOND_SIGNAL 130
+#define RM_DEPTH_MAX 64
+
+static void fail(const char *fmt, ...) _printf_(1, 2);
+static void fail(const char *fmt, ...) {
+        va_list ap;
+
+        fputs("sandloom: ", stderr);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+}
+
+static LogLevel log_level_from_string(const char *s) {
+        if (streq(s, "debug"))
+                return LOG_LEVEL_DEBUG;
+        if (streq(s, "warning"))
+                return LOG_LEVEL_WARNING;
+        if (streq(s, "error"))
+                return LOG_LEVEL_ERROR;
+        return LOG_LEVEL_INFO;
+}
+
+/* Creates (if needed) and opens subdirectory NAME of DIR_FD with MODE, fixing the mode
+ * of an existing one. Never follows a symlink. */
+static int open_subdir(int dir_fd, const char *name, mode_t mode) {
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+
+        if (mkdirat(dir_fd, name, mode) < 0 && errno != EEXIST)
+                return -errno;
+        fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (geteuid() == 0 && (st.st_uid != 0 || st.st_gid != 0) && fchown(fd, 0, 0) < 0)
+                return -errno;
+        if ((st.st_mode & 07777) != mode && fchmod(fd, mode) < 0)
+                return -errno;
+        return TAKE_FD(fd);
+}
+
+/* Removes everything inside DIR_FD, fd-relative, never following a link. Best effort:
+ * returns the number of entries that could not be removed. */
+static unsigned rm_children(int dir_fd, unsigned depth) {
+        unsigned failed = 0;
+        struct dirent *de;
+        DIR *dir;
+        int fd;
+
+        fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return 1;
+        dir = fdopendir(fd);
+        if (!dir) {
+                safe_close(fd);
+                return 1;
+        }
+        while ((de = readdir(dir))) {
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                if (unlinkat(dirfd(dir), de->d_name, 0) >= 0)
+                        continue;
+                if (errno == EISDIR && depth < RM_DEPTH_MAX) {
+                        int sub = openat(dirfd(dir), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                        if (sub >= 0) {
+                                failed += rm_children(sub, depth + 1);
+                                safe_close(sub);
+                        }
+                        if (unlinkat(dirfd(dir), de->d_name, AT_REMOVEDIR) >= 0)
+                                continue;
+                }
+                failed++;
+        }
+        closedir(dir);
+        return failed;
+}
+
+/* DATA root-owned 0711 (others may traverse to their own sandbox directory, not list);
+ * sandboxes/ 0711, trash/ and tmp/ 0700. */
+static int setup_data_dir(Daemon *d) {
+        char path[PATH_MAX];
+        int r;
+
+        if (mkdir(d->config.data_dir, 0711) < 0 && errno != EEXIST) {
+                fail("Cannot create the data directory %s (SANDBOX_DATA_DIR): %s.", d->config.data_dir, strerror(errno));
+                return -errno;
+        }
+        d->data_fd = open(d->config.data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (d->data_fd < 0) {
+                r = -errno;
+                fail("Cannot open the data directory %s (SANDBOX_DATA_DIR): %s.", d->config.data_dir, strerror(-r));
+                return r;
+        }
+        if (!realpath(d->config.data_dir, path) || !(d->data_dir = strdup(path))) {
+                fail("Cannot resolve the data directory %s: %s.", d->config.data_dir, strerror(errno));
+                return -ENOMEM;
+        }
+        r = open_subdir(d->data_fd, ".", 0711);
+        if (r < 0) {
+                fail("Cannot make the data directory %s root-owned with mode 0711: %s.", d->data_dir, strerror(-r));
+                return r;
+        }
+        safe_close(r);
+
+        static const struct {
+                const char *name;
+                mode_t mode;
+                size_t offset;
+        } subdirs[] = {
+                { "sandboxes", 0711, offsetof(Daemon, sandboxes_fd) },
+                { "trash", 0700, offsetof(Daemon, trash_fd) },
+                { "tmp", 0700, offsetof(Daemon, tmp_fd) },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(subdirs); i++) {
+                r = open_subdir(d->data_fd, subdirs[i].name, subdirs[i].mode);
+                if (r < 0) {
+                        fail("Cannot prepare %s/%s: %s.", d->data_dir, subdirs[i].name, strerror(-r));
+                        return r;
+                }
+                *(int *) ((char *) d + subdirs[i].offset) = r;
+        }
+
+        /* Spool files of requests that were cut short by the last stop. */
+        if (rm_children(d->tmp_fd, 0) > 0)
+                log_warning("Could not remove every leftover in %s/tmp.", d->data_dir);
+        return 0;
+}
+
+static int setup_identity(Daemon *d, bool *ret_token_generated) {
+        char err[512];
+        TokenInfo info;
+        bool created;
+        int r;
+
+        r = identity_load_token(&d->config, d->data_fd, &d->token, &info, err, sizeof err);
+        if (r < 0) {
+                fail("%s", err);
+                return r;
+        }
+        d->token_len = strlen(d->token);
+        if (info.loose_permissions && info.source == TOKEN_FROM_FILE)
+                log_warning("SANDBOX_INTERNAL_TOKEN_FILE is readable by other users; make it mode 0600 or 0400.");
+        *ret_token_generated = info.source == TOKEN_GENERATED;
+
+        r = identity_load_worker_id(&d->config, d->data_fd, d->worker_id, &created, err, sizeof err);
+        if (r < 0) {
+                fail("%s", err);
+                return r;
+        }
+        r = identity_new_epoch(d->worker_epoch);
+        if (r < 0) {
+                fail("Cannot generate a worker epoch: %s.", strerror(-r));
+                return r;
+        }
+        return 0;
+}
+
+static int setup_store(Daemon *d, char previous_epoch[EPOCH_LEN + 1]) {
+        StoreOptions opts = { .data_dir = d->data_dir, .busy_timeout_ms = d->config.sqlite_busy_timeout_ms };
+        char err[512] = "";
+        int r;
+
+        r = store_open_sqlite(&opts, &d->store, err, sizeof err);
+        if (r < 0) {
+                if (err[0] == '\0')
+                        fail("Cannot open the database in %s: %s.", d->data_dir, strerror(-r));
+                else
+                        fail("%s", err);
+                return r;
+        }
+        r = d->store->ops->worker_register(d->store,
+                                           &(WorkerInfo) {
+                                                   .worker_id = d->worker_id,
+                                                   .worker_epoch = d->worker_epoch,
+                                                   .endpoint = d->worker_endpoint,
+                                                   .capabilities_json = "{}",
+                                                   .now = now_realtime_usec(),
+                                           },
+                                           previous_epoch);
+        if (r < 0) {
+                fail("Cannot register worker %s in the database: %s.", d->worker_id, strerror(-r));
+                return r;
+        }
+        return 0;
+}
+
+/* The daemon protects itself from the OOM killer (DESIGN §6); best effort. */
+static void protect_from_oom(void) {
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        if (geteuid() != 0)
+                return;
+        fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+        r = fd < 0 ? -errno : loop_write(fd, "-1000", 5);
+        if (r < 0)
+                log_info("Could not protect the daemon from the OOM killer: %s.", strerror(-r));
+}
+
+static int wait_signal(int sfd, int timeout_ms) {
+        struct signalfd_siginfo si;
+        struct pollfd p = { .fd = sfd, .events = POLLIN };
+        int r;
+
+        r = poll(&p, 1, timeout_ms);
+        if (r <= 0)
+                return 0;
+        if (read(sfd, &si, sizeof si) != (ssize_t) sizeof si)
+                return 0;
+        return (int) si.ssi_signo;
+}
+
+static void daemon_free(Daemon *d) {
+        if (d->reaper)
+                reaper_stop(d->reaper);
+        if (d->holds)
+                holds_free(d->holds);
+        store_close(d->store);
+        safe_close(d->tmp_fd);
+        safe_close(d->trash_fd);
+        safe_close(d->sandboxes_fd);
+        safe_close(d->data_fd);
+        if (d->token)
+                explicit_zero(d->token, d->token_len);
+        free(d->token);
+        free(d->worker_endpoint);
+        free(d->data_dir);
+        config_free(&d->config);
+}
+
+/* Everything up to a running HTTP server. Returns 0 or an exit status. */
+static int daemon_start(Daemon *d, Server **ret_server) {
+        char previous_epoch[EPOCH_LEN + 1] = "", url[128], err[512];
+        _cleanup_close_ int listen_fd = -EBADF;
+        bool generated = false;
+        int r;
+
+        log_set_level(log_level_from_string(d->config.log_level));
+        umask(077);
+
+        /* Bound first: a bad or busy address fails before anything is written, and port 0
+         * gets its real port before the worker registers its endpoint. */
+        listen_fd = server_listen(d->config.listen, url, sizeof url, err, sizeof err);
+        if (listen_fd < 0) {
+                fail("%s", err);
+                return listen_fd == -EINVAL ? EXIT_CONFIG : EXIT_FAILURE;
+        }
+
+        if (setup_data_dir(d) < 0)
+                return EXIT_FAILURE;
+        r = setup_identity(d, &generated);
+        if (r < 0)
+                return r == -EINVAL ? EXIT_CONFIG : EXIT_FAILURE;
+        d->worker_endpoint = strdup(isempty(d->config.worker_endpoint) ? url : d->config.worker_endpoint);
+        if (!d->worker_endpoint)
+                return EXIT_FAILURE;
+
+        if (setup_store(d, previous_epoch) < 0)
+                return EXIT_FAILURE;
+        r = holds_new(&d->holds);
+        if (r < 0) {
+                fail("Cannot create the hold manager: %s.", strerror(-r));
+                return EXIT_FAILURE;
+        }
+        r = sandbox_recover(d, previous_epoch);
+        if (r < 0) {
+                fail("Cannot take over this worker's sandboxes: %s.", strerror(-r));
+                return EXIT_FAILURE;
+        }
+        if (r > 0)
+                log_info("Took over %d sandbox(es) from the previous run of worker %s.", r, d->worker_id);
+        r = reaper_start(d, &d->reaper);
+        if (r < 0) {
+                fail("Cannot start the reaper: %s.", strerror(-r));
+                return EXIT_FAILURE;
+        }
+        protect_from_oom();
+
+        r = server_start(d, listen_fd, ret_server, err, sizeof err);
+        if (r < 0) {
+                fail("%s", err);
+                return EXIT_FAILURE;
+        }
+        TAKE_FD(listen_fd);
+
+        /* scripts/run and the integration tests take the URL from the line starting with
+         * "sandloom listening on ": keep that prefix and the URL right after it. The token
+         * itself is shown only on a terminal or right after it was created. */
+        if (generated || isatty(STDOUT_FILENO))
+                printf("sandloom listening on %s (token: %s)\n", url, d->token);
+        else if (!isempty(d->config.internal_token))
+                printf("sandloom listening on %s (token from SANDBOX_INTERNAL_TOKEN)\n", url);
+        else if (!isempty(d->config.internal_token_file))
+                printf("sandloom listening on %s (token in %s)\n", url, d->config.internal_token_file);
+        else
+                printf("sandloom listening on %s (token in %s/token)\n", url, d->data_dir);
+        fflush(stdout);
+        log_emit(LOG_LEVEL_INFO,
+                 json_pack("{s:s, s:s, s:s, s:s}", "event", "started", "worker_id", d->worker_id, "worker_epoch",
+                           d->worker_epoch, "endpoint", d->worker_endpoint),
+                 "sandloom %s serving on %s", SANDLOOM_VERSION_STRING, url);
+        return 0;
+}
+
+/* After the first signal: no new connections, in-flight requests get up to the grace
+ * period. Returns EXIT_SECOND_SIGNAL if a second signal cuts it short. */
+static int drain(Daemon *d, Server *s, int sfd) {
+        usec_t deadline = now_monotonic_usec() + d->config.shutdown_grace_seconds * USEC_PER_SEC;
+
+        atomic_store(&d->shutting_down, true);
+        server_quiesce(s);
+        log_info("Shutting down: waiting up to %" PRIu64 " s for %u request(s) in flight.",
+                 d->config.shutdown_grace_seconds, server_active_requests(s));
+        while (server_active_requests(s) > 0 && now_monotonic_usec() < deadline)
+                if (wait_signal(sfd, 50) > 0) {
+                        log_warning("Second signal: exiting now.");
+                        return EXIT_SECOND_SIGNAL;
+                }
+        if (server_active_requests(s) > 0)
+                log_warning("Grace period over with %u request(s) still in flight; answering them 503.",
+                            server_active_requests(s));
+        return 0;
+}
+
+int daemon_run(int argc, char **argv) {
+        Daemon d = {
+                .data_fd = -EBADF,
+                .sandboxes_fd = -EBADF,
+                .trash_fd = -EBADF,
+                .tmp_fd = -EBADF,
+                .started_at = now_realtime_usec(),
+        };
+        _cleanup_close_ int sfd = -EBADF;
+        Server *server = NULL;
+        char err[512] = "";
+        sigset_t mask;
+        int r;
+
+        r = config_load(&d.config, argc, argv, stdout, err, sizeof err);
+        if (r != 0) {
+                if (r < 0)
+                        fail("%s", err);
+                config_free(&d.config);
+                return r > 0 ? EXIT_SUCCESS : EXIT_CONFIG;
+        }
+
+        /* Before any thread exists, so that every thread inherits the mask and the signals
+         * are only ever read here, from the signalfd. */
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        if (pthread_sigmask(SIG_BLOCK, &mask, NULL) != 0 || (sfd = signalfd(-1, &mask, SFD_CLOEXEC)) < 0) {
+                fail("Cannot set up signal handling: %s.", strerror(errno));
+                config_free(&d.config);
+                return EXIT_FAILURE;
+        }
+        (void) signal(SIGPIPE, SIG_IGN);
+
+        r = daemon_start(&d, &server);
+        if (r == 0) {
+                while (wait_signal(sfd, -1) == 0)
+                        ;
+                r = drain(&d, server, sfd);
+                if (r == EXIT_SECOND_SIGNAL) {
+                        /* The operator asked to stop now: no clean-up, no exit handlers (and no
+                         * leak report under a sanitizer for what we deliberately left). */
+                        fflush(NULL);
+                        _exit(r);
+                }
+                server_stop(server);
+                log_info("Stopped.");
+        }
+        daemon_free(&d);
+        return r;
+}

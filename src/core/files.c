@@ -387,10 +387,36 @@ struct FileWrite {
         uid_t uid;
         int dir_fd;                        /* O_PATH on the target's directory */
         int fd;                            /* the temp file, written by the caller */
+        bool anonymous;                    /* O_TMPFILE: gets a name only at commit */
         char tmp_name[64];
         char name[NAME_MAX + 1];
         char canon[PATH_MAX];
 };
+
+#define IN_SET_TMPFILE_UNSUPPORTED(err) ((err) == EOPNOTSUPP || (err) == EISDIR || (err) == EINVAL)
+
+/* Gives an O_TMPFILE file a temporary name in its directory. linkat() through /proc/self/fd
+ * needs no capability, unlike AT_EMPTY_PATH (CAP_DAC_READ_SEARCH). */
+static int write_link_anonymous(FileWrite *w) {
+        char proc[64], hex[17];
+        int r;
+
+        r = bsprintf(proc, sizeof proc, "/proc/self/fd/%d", w->fd);
+        if (r < 0)
+                return r;
+        for (unsigned attempt = 0;; attempt++) {
+                r = random_hex(hex, sizeof hex, 8);
+                if (r < 0)
+                        return r;
+                (void) bsprintf(w->tmp_name, sizeof w->tmp_name, ".sandloom-tmp-%s", hex);
+                if (linkat(AT_FDCWD, proc, w->dir_fd, w->tmp_name, AT_SYMLINK_FOLLOW) >= 0)
+                        break;
+                if (errno != EEXIST || attempt >= 8)
+                        return -errno;
+        }
+        w->anonymous = false;
+        return 0;
+}
 
 static void file_write_free(FileWrite *w) {
         if (!w)
@@ -446,7 +472,14 @@ int files_write_begin(SandboxHandle *h, const char *path, bool make_parents, Fil
         if (!w)
                 return -ENOMEM;
         w->fd = w->dir_fd = -EBADF;
-        for (unsigned attempt = 0;; attempt++) {
+        /* An unnamed file first: a crash mid-upload then leaves nothing behind in the sandbox.
+         * Filesystems without O_TMPFILE get a named temp file instead. */
+        fd = openat(dir_fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+        if (fd >= 0)
+                w->anonymous = true;
+        else if (!IN_SET_TMPFILE_UNSUPPORTED(errno))
+                return files_errno_error(e, -errno, "writing", canon);
+        for (unsigned attempt = 0; fd < 0; attempt++) {
                 r = random_hex(hex, sizeof hex, 8);
                 if (r < 0)
                         return r;
@@ -486,6 +519,11 @@ static int write_commit_as_sandbox(FileWrite *w, Error *e) {
                 return files_errno_error(e, -errno, "writing", w->canon);
         if (fstatat(w->dir_fd, w->name, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISDIR(st.st_mode))
                 return error_set(e, -EISDIR, 400, "SANDBOX_NOT_A_REGULAR_FILE", "path is a directory");
+        if (w->anonymous) {
+                r = write_link_anonymous(w);
+                if (r < 0)
+                        return files_errno_error(e, r, "writing", w->canon);
+        }
         if (renameat(w->dir_fd, w->tmp_name, w->dir_fd, w->name) < 0)
                 return files_errno_error(e, -errno, "writing", w->canon);
         dfd = openat(w->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -514,8 +552,10 @@ void files_write_abort(FileWrite *w) {
         if (!w)
                 return;
         /* Best effort under the sandbox's identity; the temp name is ours either way. */
-        (void) fsid_enter(w->uid, (gid_t) w->uid, &ids);
-        (void) unlinkat(w->dir_fd, w->tmp_name, 0);
+        if (!w->anonymous) {
+                (void) fsid_enter(w->uid, (gid_t) w->uid, &ids);
+                (void) unlinkat(w->dir_fd, w->tmp_name, 0);
+        }
         file_write_free(w);
 }
 

@@ -69,7 +69,7 @@ int workspace_create(int sandboxes_fd, const char *internal_id, uid_t uid, int *
         if (!workspace_id_is_valid(internal_id) || uid == 0)
                 return -EINVAL;
 
-        r = ensure_dir(sandboxes_fd, internal_id, 0, 0, 0711, &sandbox_fd);
+        r = ensure_dir(sandboxes_fd, internal_id, 0, 0, 0700, &sandbox_fd);
         if (r < 0)
                 return r;
         r = ensure_dir(sandbox_fd, "fs", 0, 0, 0755, &fs_fd);

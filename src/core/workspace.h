@@ -6,7 +6,8 @@
 
 /* A sandbox's directory on disk, laid out as the sandbox sees itself:
  *
- *   DATA/sandboxes/<internal_id>/           root 0711 (the uid may traverse, not list)
+ *   DATA/sandboxes/<internal_id>/           root 0700 (nothing but the daemon goes through it: the
+ *                                           launcher and the files API start from an fd on fs/)
  *                                fs/        root 0755
  *                                fs/workspace, fs/cache, fs/envs       uid:gid 0700
  *                                fs/home/   root 0755

@@ -235,7 +235,7 @@ static void test_connect_creates_the_layout_with_owners_and_modes(void **state) 
         assert_true(c.connected_at > 0);
 
         sfd = open_dir(f->d.sandboxes_fd, a.internal_id);
-        assert_dir(f->d.sandboxes_fd, a.internal_id, 0, 0711);
+        assert_dir(f->d.sandboxes_fd, a.internal_id, 0, 0700);
         assert_dir(sfd, "fs", 0, 0755);
         assert_dir(sfd, "fs/workspace", a.uid, 0700);
         assert_dir(sfd, "fs/home", 0, 0755);

@@ -1,0 +1,720 @@
+/* SPDX-License-Identifier: MIT */
+/* The daemon's side of the spawner: any thread launches, one reader thread dispatches the
+ * helper's answers and exit notifications by id. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup-track.h"
+#include "macros.h"
+#include "spawner-proto.h"
+#include "spawner.h"
+#include "string-util.h"
+#include "time-util.h"
+
+#define EXEC_BUCKETS 256
+#define HELLO_TIMEOUT_MSEC 30000
+#define LAUNCH_TIMEOUT_USEC (120 * USEC_PER_SEC)    /* a launch step stuck (e.g. a hung mount) */
+#define ACK_TIMEOUT_USEC (30 * USEC_PER_SEC)
+
+typedef enum ExecState {
+        EXEC_PENDING,
+        EXEC_RUNNING,
+        EXEC_FAILED,
+        EXEC_ENDED,
+} ExecState;
+
+typedef struct Ack {
+        uint64_t id;
+        bool done;
+        int result;
+        uint32_t value;
+        struct Ack *next;
+} Ack;
+
+struct Spawner {
+        atomic_uint refs;
+        int fd;
+        pid_t pid;
+        pthread_t reader;
+        bool reader_running;
+        pthread_mutex_t lock;
+        pthread_cond_t ack_cond;
+        bool dead;
+        SpawnerExec *execs[EXEC_BUCKETS];
+        Ack *acks;
+        atomic_uint_fast64_t next_id;
+        SpawnerInfo info;
+};
+
+struct SpawnerExec {
+        atomic_uint refs;
+        Spawner *s;
+        uint64_t id;
+        pthread_cond_t cond;                /* with s->lock */
+        ExecState state;
+        bool abandoned;                     /* the launch call gave up waiting */
+        bool in_table;
+        pid_t pid;
+        char cgroup[128];
+        LaunchError error;
+        LaunchTimings timings;
+        SpawnerExit exit;
+        SpawnerExitCallback on_exit;
+        void *userdata;
+        SpawnerExec *next;
+};
+
+/* Every wait has a CLOCK_MONOTONIC deadline: wall-clock jumps must not cut it short. */
+static void cond_init_monotonic(pthread_cond_t *c) {
+        pthread_condattr_t a;
+
+        pthread_condattr_init(&a);
+        pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+        pthread_cond_init(c, &a);
+        pthread_condattr_destroy(&a);
+}
+
+static Spawner *spawner_ref(Spawner *s) {
+        atomic_fetch_add(&s->refs, 1);
+        return s;
+}
+
+static void spawner_unref(Spawner *s) {
+        if (!s || atomic_fetch_sub(&s->refs, 1) != 1)
+                return;
+        pthread_mutex_destroy(&s->lock);
+        pthread_cond_destroy(&s->ack_cond);
+        free(s);
+}
+
+SpawnerExec *spawner_exec_ref(SpawnerExec *e) {
+        atomic_fetch_add(&e->refs, 1);
+        return e;
+}
+
+void spawner_exec_unref(SpawnerExec *e) {
+        if (!e || atomic_fetch_sub(&e->refs, 1) != 1)
+                return;
+        pthread_cond_destroy(&e->cond);
+        spawner_unref(e->s);
+        free(e);
+}
+
+/* ---- the table (under s->lock) ---- */
+
+static void table_add(Spawner *s, SpawnerExec *e) {
+        unsigned b = (unsigned) (e->id % EXEC_BUCKETS);
+
+        e->next = s->execs[b];
+        s->execs[b] = spawner_exec_ref(e);
+        e->in_table = true;
+}
+
+static SpawnerExec *table_find(Spawner *s, uint64_t id) {
+        for (SpawnerExec *e = s->execs[id % EXEC_BUCKETS]; e; e = e->next)
+                if (e->id == id)
+                        return e;
+        return NULL;
+}
+
+/* Unlinks E; the caller then drops the table's reference (outside the lock is fine). */
+static void table_remove(Spawner *s, SpawnerExec *e) {
+        SpawnerExec **p = &s->execs[e->id % EXEC_BUCKETS];
+
+        for (; *p; p = &(*p)->next)
+                if (*p == e) {
+                        *p = e->next;
+                        e->in_table = false;
+                        return;
+                }
+}
+
+/* ---- the reader thread ---- */
+
+static void fill_exit(SpawnerExit *x, const SpawnExited *m) {
+        int st = m->wait_status;
+
+        *x = (SpawnerExit) {
+                .wait_status = st,
+                .exited = WIFEXITED(st),
+                .exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+                .signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0,
+                .cpu_usec = m->cpu_usec,
+                .max_rss_bytes = m->max_rss_bytes,
+                .ended_usec = m->ended_usec,
+        };
+}
+
+static void on_launched(Spawner *s, const SpawnLaunched *m) {
+        SpawnerExec *e, *drop = NULL;
+
+        pthread_mutex_lock(&s->lock);
+        e = table_find(s, m->h.id);
+        if (e) {
+                memcpy(e->timings.at_usec, m->at_usec, sizeof m->at_usec);
+                e->timings.at_usec[LAUNCH_T_REPLY] = now_monotonic_usec();
+                if (m->error != 0) {
+                        e->state = EXEC_FAILED;
+                        e->error.error = m->error;
+                        (void) strscpy(e->error.step, sizeof e->error.step, m->step);
+                        (void) strscpy(e->error.message, sizeof e->error.message, m->message);
+                        table_remove(s, e);
+                        drop = e;
+                } else {
+                        e->state = EXEC_RUNNING;
+                        e->pid = m->pid;
+                        (void) strscpy(e->cgroup, sizeof e->cgroup, m->cgroup);
+                }
+                pthread_cond_broadcast(&e->cond);
+        }
+        pthread_mutex_unlock(&s->lock);
+        spawner_exec_unref(drop);
+}
+
+static void end_exec(Spawner *s, SpawnerExec *e, const SpawnerExit *x) {
+        SpawnerExitCallback cb;
+        void *userdata;
+
+        /* Under s->lock; returns with it released. The table's reference is dropped here. */
+        e->exit = *x;
+        e->state = EXEC_ENDED;
+        table_remove(s, e);
+        cb = e->abandoned ? NULL : e->on_exit;
+        userdata = e->userdata;
+        pthread_cond_broadcast(&e->cond);
+        pthread_mutex_unlock(&s->lock);
+        if (cb)
+                cb(e, x, userdata);
+        spawner_exec_unref(e);
+}
+
+static void on_exited(Spawner *s, const SpawnExited *m) {
+        SpawnerExec *e;
+        SpawnerExit x;
+
+        fill_exit(&x, m);
+        pthread_mutex_lock(&s->lock);
+        e = table_find(s, m->h.id);
+        if (!e) {
+                pthread_mutex_unlock(&s->lock);
+                return;
+        }
+        if (e->state == EXEC_PENDING)
+                e->state = EXEC_RUNNING;        /* cannot happen: the answer comes first */
+        end_exec(s, e, &x);
+}
+
+static void on_ack(Spawner *s, const SpawnAck *m) {
+        pthread_mutex_lock(&s->lock);
+        for (Ack *a = s->acks; a; a = a->next)
+                if (a->id == m->h.id) {
+                        a->done = true;
+                        a->result = m->result;
+                        a->value = m->value;
+                        pthread_cond_broadcast(&s->ack_cond);
+                        break;
+                }
+        pthread_mutex_unlock(&s->lock);
+}
+
+/* The helper is gone: every launch in progress fails, every running exec is lost. */
+static void on_dead(Spawner *s) {
+        SpawnerExit lost = { .exit_code = -1, .lost = true };
+
+        pthread_mutex_lock(&s->lock);
+        s->dead = true;
+        pthread_cond_broadcast(&s->ack_cond);
+        for (;;) {
+                SpawnerExec *e = NULL;
+
+                for (unsigned b = 0; b < EXEC_BUCKETS && !e; b++)
+                        e = s->execs[b];
+                if (!e)
+                        break;
+                if (e->state == EXEC_PENDING) {
+                        e->state = EXEC_FAILED;
+                        e->error.error = ESHUTDOWN;
+                        (void) strscpy(e->error.step, sizeof e->error.step, "spawner");
+                        (void) strscpy(e->error.message, sizeof e->error.message,
+                                       "spawner: the helper process is gone");
+                        table_remove(s, e);
+                        pthread_cond_broadcast(&e->cond);
+                        pthread_mutex_unlock(&s->lock);
+                        spawner_exec_unref(e);
+                } else {
+                        lost.ended_usec = now_monotonic_usec();
+                        end_exec(s, e, &lost);
+                }
+                pthread_mutex_lock(&s->lock);
+        }
+        pthread_mutex_unlock(&s->lock);
+}
+
+/* The helper is gone. If it died without cleaning up (SIGKILL, a crash), the processes of
+ * basic-level execs (which have no init to take them along) may still run: its cgroups
+ * hold them all, and we can kill them just as well. */
+static void destroy_helper_cgroups(Spawner *s) {
+        char parent[sizeof s->info.cgroup_path];
+        char *slash;
+        int fd;
+
+        if (!s->info.cgroup_tracking || strscpy(parent, sizeof parent, s->info.cgroup_path) < 0)
+                return;
+        slash = strrchr(parent, '/');
+        if (!slash || slash == parent)
+                return;
+        *slash = '\0';
+        fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        (void) cgroup_track_destroy_tree(fd, slash + 1, 5000);
+        (void) close(fd);
+}
+
+static void *reader_main(void *userdata) {
+        Spawner *s = userdata;
+        union {
+                SpawnHeader h;
+                SpawnLaunched launched;
+                SpawnExited exited;
+                SpawnAck ack;
+                char buf[4096];
+        } m;
+
+        for (;;) {
+                ssize_t n = recv(s->fd, &m, sizeof m, 0);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break;
+                if ((size_t) n < sizeof m.h || m.h.size != (size_t) n)
+                        continue;
+                if (m.h.type == SPAWN_LAUNCHED && (size_t) n == sizeof m.launched)
+                        on_launched(s, &m.launched);
+                else if (m.h.type == SPAWN_EXITED && (size_t) n == sizeof m.exited)
+                        on_exited(s, &m.exited);
+                else if (m.h.type == SPAWN_ACK && (size_t) n == sizeof m.ack)
+                        on_ack(s, &m.ack);
+        }
+        destroy_helper_cgroups(s);
+        on_dead(s);
+        return NULL;
+}
+
+/* ---- start and stop ---- */
+
+static int receive_hello(Spawner *s, char *message, size_t message_size) {
+        struct pollfd p = { .fd = s->fd, .events = POLLIN };
+        SpawnHello hello;
+        ssize_t n;
+        int r;
+
+        r = poll(&p, 1, HELLO_TIMEOUT_MSEC);
+        if (r < 0)
+                return negative_errno();
+        if (r == 0) {
+                (void) bsprintf(message, message_size, "the spawner did not start within %d s",
+                                HELLO_TIMEOUT_MSEC / 1000);
+                return -ETIMEDOUT;
+        }
+        n = recv(s->fd, &hello, sizeof hello, 0);
+        if (n != (ssize_t) sizeof hello || hello.h.type != SPAWN_HELLO) {
+                (void) bsprintf(message, message_size, "the spawner exited during start-up");
+                return -EPROTO;
+        }
+        if (hello.error != 0) {
+                (void) strscpy(message, message_size, hello.message);
+                return -hello.error;
+        }
+        s->info.pid = hello.pid;
+        s->info.cgroup_tracking = hello.cgroup_tracking;
+        s->info.clone3 = hello.clone3;
+        (void) strscpy(s->info.cgroup_path, sizeof s->info.cgroup_path, hello.cgroup_path);
+        (void) strscpy(s->info.cgroup_error, sizeof s->info.cgroup_error, hello.cgroup_error);
+        return 0;
+}
+
+int spawner_start(const SpawnerOptions *opts, Spawner **ret, char *message, size_t message_size) {
+        static const SpawnerOptions defaults = {};
+        char dummy[8];
+        Spawner *s;
+        int sv[2], size = (int) SPAWN_MESSAGE_MAX * 2, r;
+        pid_t parent = getpid();
+
+        if (!message) {
+                message = dummy;
+                message_size = sizeof dummy;
+        }
+        message[0] = '\0';
+        if (!opts)
+                opts = &defaults;
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+                return negative_errno();
+        /* A launch message carries up to 1 MiB of argv and environment. */
+        if (setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof size) < 0)
+                (void) setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+
+        s = calloc(1, sizeof *s);
+        if (!s) {
+                (void) close(sv[0]);
+                (void) close(sv[1]);
+                return -ENOMEM;
+        }
+        atomic_init(&s->refs, 1);
+        atomic_init(&s->next_id, 1);
+        s->fd = sv[0];
+        pthread_mutex_init(&s->lock, NULL);
+        cond_init_monotonic(&s->ack_cond);
+
+        s->pid = fork();
+        if (s->pid < 0) {
+                r = negative_errno();
+                (void) close(sv[0]);
+                (void) close(sv[1]);
+                spawner_unref(s);
+                return r;
+        }
+        if (s->pid == 0) {
+                (void) close(sv[0]);
+                spawner_helper_main(sv[1], opts, parent);
+        }
+        (void) close(sv[1]);
+
+        r = receive_hello(s, message, message_size);
+        if (r >= 0) {
+                sigset_t all, old;
+
+                /* The reader thread takes no process-directed signal: they are the daemon's. */
+                sigfillset(&all);
+                pthread_sigmask(SIG_BLOCK, &all, &old);
+                r = -pthread_create(&s->reader, NULL, reader_main, s);
+                pthread_sigmask(SIG_SETMASK, &old, NULL);
+                if (r < 0)
+                        (void) bsprintf(message, message_size, "starting the spawner's reader thread: %s", strerror(-r));
+        }
+        if (r < 0) {
+                (void) close(s->fd);
+                (void) kill(s->pid, SIGKILL);
+                (void) waitpid(s->pid, NULL, 0);
+                spawner_unref(s);
+                return r;
+        }
+        s->reader_running = true;
+        *ret = s;
+        return 0;
+}
+
+void spawner_stop(Spawner *s) {
+        if (!s)
+                return;
+        /* The helper sees its channel close, kills every sandbox process and exits; our
+         * reader sees the end and reports every exec still running as lost. */
+        (void) shutdown(s->fd, SHUT_RDWR);
+        if (s->reader_running)
+                (void) pthread_join(s->reader, NULL);
+        (void) close(s->fd);
+        (void) waitpid(s->pid, NULL, 0);
+        spawner_unref(s);
+}
+
+void spawner_get_info(Spawner *s, SpawnerInfo *ret) {
+        *ret = s->info;
+}
+
+/* ---- requests ---- */
+
+static int send_with_fds(Spawner *s, const void *msg, size_t size, const int *fds, size_t n_fds) {
+        union {
+                struct cmsghdr align;
+                char buf[CMSG_SPACE(sizeof(int) * SPAWN_LAUNCH_FDS)];
+        } control = {};
+        struct iovec iov = { .iov_base = (void *) msg, .iov_len = size };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+        if (n_fds > 0) {
+                struct cmsghdr *c;
+
+                mh.msg_control = control.buf;
+                mh.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
+                c = CMSG_FIRSTHDR(&mh);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
+                memcpy(CMSG_DATA(c), fds, sizeof(int) * n_fds);
+        }
+        for (;;) {
+                ssize_t n = sendmsg(s->fd, &mh, MSG_NOSIGNAL);
+                if (n >= 0)
+                        return 0;
+                if (errno == EINTR)
+                        continue;
+                if (errno == EMSGSIZE)
+                        return -E2BIG;
+                if (errno == EPIPE || errno == ECONNRESET)
+                        return -ESHUTDOWN;
+                return negative_errno();
+        }
+}
+
+static struct timespec deadline_after(uint64_t usec) {
+        struct timespec ts;
+        uint64_t ns;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        ns = (uint64_t) ts.tv_nsec + (usec % USEC_PER_SEC) * 1000;
+        ts.tv_sec += (time_t) (usec / USEC_PER_SEC + ns / 1000000000);
+        ts.tv_nsec = (long) (ns % 1000000000);
+        return ts;
+}
+
+/* Sends MSG (whose header id is set here) and waits for its SPAWN_ACK. */
+static int request_ack(Spawner *s, SpawnHeader *msg, size_t size, uint32_t *ret_value) {
+        Ack a = { .id = atomic_fetch_add(&s->next_id, 1) };
+        struct timespec deadline = deadline_after(ACK_TIMEOUT_USEC);
+        int r;
+
+        msg->id = a.id;
+        pthread_mutex_lock(&s->lock);
+        if (s->dead) {
+                pthread_mutex_unlock(&s->lock);
+                return -ESHUTDOWN;
+        }
+        a.next = s->acks;
+        s->acks = &a;
+        pthread_mutex_unlock(&s->lock);
+
+        r = send_with_fds(s, msg, size, NULL, 0);
+
+        pthread_mutex_lock(&s->lock);
+        while (r >= 0 && !a.done && !s->dead)
+                if (pthread_cond_timedwait(&s->ack_cond, &s->lock, &deadline) == ETIMEDOUT)
+                        r = -ETIMEDOUT;
+        if (r >= 0)
+                r = a.done ? a.result : -ESHUTDOWN;
+        for (Ack **p = &s->acks; *p; p = &(*p)->next)
+                if (*p == &a) {
+                        *p = a.next;
+                        break;
+                }
+        pthread_mutex_unlock(&s->lock);
+        if (r >= 0 && ret_value)
+                *ret_value = a.value;
+        return r;
+}
+
+static void *build_launch(const LaunchSpec *spec, uint64_t id, size_t *ret_size) {
+        size_t argc = 0, envc = 0, strings = 0, size;
+        SpawnLaunch *m;
+        char *p;
+
+#define ADD(str) (strings += strlen(str) + 1)
+        ADD(spec->sandbox_key);
+        ADD(spec->hostname);
+        if (spec->cwd)
+                ADD(spec->cwd);
+        for (; spec->argv[argc]; argc++)
+                ADD(spec->argv[argc]);
+        for (; spec->envp && spec->envp[envc]; envc++)
+                ADD(spec->envp[envc]);
+#undef ADD
+        size = sizeof *m + strings;
+        m = calloc(1, size);
+        if (!m)
+                return NULL;
+        *m = (SpawnLaunch) {
+                .h = { SPAWN_LAUNCH, (uint32_t) size, id },
+                .uid = spec->uid, .gid = spec->gid, .level = spec->level, .network = spec->network,
+                .tmpfs_bytes = spec->tmpfs_bytes, .shm_bytes = spec->shm_bytes, .limits = spec->limits,
+                .argc = (uint32_t) argc, .envc = (uint32_t) envc,
+                .has_cwd = spec->cwd != NULL, .collect_timings = spec->collect_timings,
+                .strings_size = (uint32_t) strings,
+        };
+        p = m->strings;
+#define PUT(str) do { size_t l = strlen(str) + 1; memcpy(p, (str), l); p += l; } while (0)
+        PUT(spec->sandbox_key);
+        PUT(spec->hostname);
+        if (spec->cwd)
+                PUT(spec->cwd);
+        for (size_t i = 0; i < argc; i++)
+                PUT(spec->argv[i]);
+        for (size_t i = 0; i < envc; i++)
+                PUT(spec->envp[i]);
+#undef PUT
+        *ret_size = size;
+        return m;
+}
+
+int spawner_launch(Spawner *s, const LaunchSpec *spec, SpawnerExitCallback on_exit, void *userdata,
+                   SpawnerExec **ret, LaunchError *err, LaunchTimings *timings) {
+        LaunchError dummy;
+        uint64_t start = now_monotonic_usec();
+        _cleanup_free_ SpawnLaunch *m = NULL;
+        struct timespec deadline;
+        SpawnerExec *e;
+        size_t size;
+        int r;
+
+        if (!err)
+                err = &dummy;
+        *err = (LaunchError) {};
+        r = launch_spec_validate(spec, err);
+        if (r < 0)
+                return r;
+
+        e = calloc(1, sizeof *e);
+        if (!e)
+                return -ENOMEM;
+        atomic_init(&e->refs, 1);
+        e->s = spawner_ref(s);
+        e->id = atomic_fetch_add(&s->next_id, 1);
+        e->on_exit = on_exit;
+        e->userdata = userdata;
+        cond_init_monotonic(&e->cond);
+
+        m = build_launch(spec, e->id, &size);
+        if (!m) {
+                spawner_exec_unref(e);
+                return -ENOMEM;
+        }
+        m->sent_usec = start;
+
+        pthread_mutex_lock(&s->lock);
+        if (s->dead) {
+                pthread_mutex_unlock(&s->lock);
+                spawner_exec_unref(e);
+                err->error = ESHUTDOWN;
+                (void) strscpy(err->step, sizeof err->step, "spawner");
+                (void) strscpy(err->message, sizeof err->message, "spawner: the helper process is gone");
+                return -ESHUTDOWN;
+        }
+        table_add(s, e);
+        pthread_mutex_unlock(&s->lock);
+
+        const int fds[SPAWN_LAUNCH_FDS] = { spec->fs_fd, spec->stdin_fd, spec->stdout_fd, spec->stderr_fd };
+        r = send_with_fds(s, m, size, fds, SPAWN_LAUNCH_FDS);
+
+        pthread_mutex_lock(&s->lock);
+        if (r < 0) {
+                if (e->in_table) {
+                        table_remove(s, e);
+                        pthread_mutex_unlock(&s->lock);
+                        spawner_exec_unref(e);              /* the table's */
+                } else
+                        pthread_mutex_unlock(&s->lock);
+                spawner_exec_unref(e);
+                err->error = -r;
+                (void) strscpy(err->step, sizeof err->step, "send launch request");
+                (void) bsprintf(err->message, sizeof err->message, "send launch request: %s", strerror(-r));
+                return r;
+        }
+        deadline = deadline_after(LAUNCH_TIMEOUT_USEC);
+        while (e->state == EXEC_PENDING)
+                if (pthread_cond_timedwait(&e->cond, &s->lock, &deadline) == ETIMEDOUT)
+                        break;
+        if (e->state == EXEC_PENDING) {
+                e->abandoned = true;
+                pthread_mutex_unlock(&s->lock);
+                SpawnKill k = { .h = { SPAWN_KILL, sizeof k, 0 }, .exec_id = e->id, .signal = SIGKILL };
+                (void) request_ack(s, &k.h, sizeof k, NULL);
+                spawner_exec_unref(e);
+                err->error = ETIMEDOUT;
+                (void) strscpy(err->step, sizeof err->step, "launch");
+                (void) strscpy(err->message, sizeof err->message, "launch: the child did not reach execve in time");
+                return -ETIMEDOUT;
+        }
+        if (timings)
+                *timings = e->timings;
+        if (e->state == EXEC_FAILED) {
+                *err = e->error;
+                r = -e->error.error;
+                pthread_mutex_unlock(&s->lock);
+                spawner_exec_unref(e);
+                return r;
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (timings)
+                timings->at_usec[LAUNCH_T_START] = start;
+        *ret = e;
+        return 0;
+}
+
+int spawner_exec_kill(SpawnerExec *e, int sig) {
+        SpawnKill k = { .h = { SPAWN_KILL, sizeof k, 0 }, .exec_id = e->id, .signal = sig };
+        bool ended;
+
+        if (sig <= 0 || sig >= NSIG)
+                return -EINVAL;
+        pthread_mutex_lock(&e->s->lock);
+        ended = e->state == EXEC_ENDED;
+        pthread_mutex_unlock(&e->s->lock);
+        if (ended)
+                return -ESRCH;
+        return request_ack(e->s, &k.h, sizeof k, NULL);
+}
+
+int spawner_exec_wait(SpawnerExec *e, uint64_t timeout_usec, SpawnerExit *ret) {
+        struct timespec deadline = deadline_after(timeout_usec == UINT64_MAX ? 0 : timeout_usec);
+        int r = 0;
+
+        pthread_mutex_lock(&e->s->lock);
+        while (e->state != EXEC_ENDED && r == 0) {
+                if (timeout_usec == UINT64_MAX)
+                        pthread_cond_wait(&e->cond, &e->s->lock);
+                else if (pthread_cond_timedwait(&e->cond, &e->s->lock, &deadline) == ETIMEDOUT)
+                        r = -ETIMEDOUT;
+        }
+        if (e->state == EXEC_ENDED) {
+                r = 0;
+                if (ret)
+                        *ret = e->exit;
+        }
+        pthread_mutex_unlock(&e->s->lock);
+        return r;
+}
+
+bool spawner_exec_has_ended(SpawnerExec *e) {
+        bool ended;
+
+        pthread_mutex_lock(&e->s->lock);
+        ended = e->state == EXEC_ENDED;
+        pthread_mutex_unlock(&e->s->lock);
+        return ended;
+}
+
+pid_t spawner_exec_pid(SpawnerExec *e) {
+        return e->pid;
+}
+
+const char *spawner_exec_cgroup(SpawnerExec *e) {
+        return e->cgroup;
+}
+
+int spawner_drop_sandbox(Spawner *s, const char *sandbox_key) {
+        SpawnDrop d = { .h = { SPAWN_DROP, sizeof d, 0 } };
+
+        if (strscpy(d.key, sizeof d.key, sandbox_key) < 0)
+                return -EINVAL;
+        return request_ack(s, &d.h, sizeof d, NULL);
+}
+
+int spawner_count_contexts(Spawner *s, unsigned *ret) {
+        SpawnHeader h = { SPAWN_COUNT, sizeof h, 0 };
+        uint32_t v = 0;
+        int r = request_ack(s, &h, sizeof h, &v);
+
+        if (r >= 0)
+                *ret = v;
+        return r;
+}

@@ -1,0 +1,571 @@
+/* SPDX-License-Identifier: MIT */
+/* The spawner's sandbox contexts and execs: from a launch request through the clone, the
+ * child's report, the reaping and the teardown of the tree to the exit notification. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cgroup-track.h"
+#include "macros.h"
+#include "netns.h"
+#include "spawner-internal.h"
+#include "string-util.h"
+
+#define PLAN_REFRESH_USEC (10 * USEC_PER_SEC)
+
+static unsigned hash_str(const char *s) {
+        unsigned h = 5381;
+        for (; *s; s++)
+                h = h * 33 + (unsigned char) *s;
+        return h;
+}
+
+/* ---- contexts ---- */
+
+static Context *context_find(Helper *h, const char *key) {
+        for (Context *c = h->contexts[hash_str(key) % CONTEXT_BUCKETS]; c; c = c->next)
+                if (streq(c->key, key))
+                        return c;
+        return NULL;
+}
+
+static int context_get(Helper *h, const char *key, Context **ret) {
+        Context *c = context_find(h, key);
+        unsigned b;
+
+        if (c) {
+                *ret = c;
+                return 0;
+        }
+        c = calloc(1, sizeof *c);
+        if (!c)
+                return -ENOMEM;
+        (void) strscpy(c->key, sizeof c->key, key);
+        c->netns_fd = c->cgroup_fd = -EBADF;
+        b = hash_str(key) % CONTEXT_BUCKETS;
+        c->next = h->contexts[b];
+        h->contexts[b] = c;
+        h->n_contexts++;
+        *ret = c;
+        return 0;
+}
+
+static void context_free(Helper *h, Context *c) {
+        Context **p = &h->contexts[hash_str(c->key) % CONTEXT_BUCKETS];
+
+        for (; *p; p = &(*p)->next)
+                if (*p == c) {
+                        *p = c->next;
+                        break;
+                }
+        safe_close(c->netns_fd);
+        if (c->cgroup_fd >= 0) {
+                safe_close(c->cgroup_fd);
+                (void) cgroup_track_destroy_tree(h->cgroup_root_fd, c->cgroup_name, 1000);
+        }
+        h->n_contexts--;
+        free(c);
+}
+
+static int context_prepare(Helper *h, Context *c, NetworkMode network) {
+        int r;
+
+        if (network == NETWORK_MODE_NONE && c->netns_fd < 0) {
+                r = netns_create(h->home_netns_fd, &c->netns_fd);
+                if (r == -ENOTRECOVERABLE)
+                        _exit(EXIT_FAILURE);        /* stuck in a sandbox's netns: never launch from here */
+                if (r < 0)
+                        return r;
+        }
+        if (h->cgroup_root_fd >= 0 && c->cgroup_fd < 0) {
+                (void) bsprintf(c->cgroup_name, sizeof c->cgroup_name, "s-%s", c->key);
+                r = cgroup_track_mkdir(h->cgroup_root_fd, c->cgroup_name, &c->cgroup_fd);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static void context_release_one(Helper *h, Context *c) {
+        c->active--;
+        if (c->active > 0)
+                return;
+        if (c->dropping)
+                context_free(h, c);
+        else
+                c->linger_until = now_monotonic_usec() + h->linger_usec;
+}
+
+int spawner_helper_expire(Helper *h) {
+        usec_t now = now_monotonic_usec(), next = 0;
+
+        for (unsigned b = 0; b < CONTEXT_BUCKETS; b++)
+                for (Context *c = h->contexts[b], *n; c; c = n) {
+                        n = c->next;
+                        if (c->active > 0)
+                                continue;
+                        if (c->linger_until <= now)
+                                context_free(h, c);
+                        else if (next == 0 || c->linger_until < next)
+                                next = c->linger_until;
+                }
+        if (next == 0)
+                return -1;
+        return (int) MIN((next - now) / USEC_PER_MSEC + 1, (usec_t) 60000);
+}
+
+/* ---- execs ---- */
+
+Exec *spawner_helper_exec_by_id(Helper *h, uint64_t id) {
+        for (unsigned b = 0; b < EXEC_BUCKETS; b++)
+                for (Exec *e = h->execs[b]; e; e = e->next)
+                        if (e->id == id)
+                                return e;
+        return NULL;
+}
+
+Exec *spawner_helper_exec_by_pid(Helper *h, pid_t pid) {
+        for (Exec *e = h->execs[(unsigned) pid % EXEC_BUCKETS]; e; e = e->next)
+                if (e->pid == pid)
+                        return e;
+        return NULL;
+}
+
+static void exec_unlink(Helper *h, Exec *e) {
+        Exec **p = &h->execs[(unsigned) e->pid % EXEC_BUCKETS];
+
+        for (; *p; p = &(*p)->next)
+                if (*p == e) {
+                        *p = e->next;
+                        return;
+                }
+}
+
+static void watch(Helper *h, Exec *e, ExecWatch w) {
+        if (e->watch == WATCH_REPORT)
+                (void) epoll_ctl(h->epoll_fd, EPOLL_CTL_DEL, e->report_fd, NULL);
+        else if (e->watch == WATCH_EVENTS)
+                (void) epoll_ctl(h->epoll_fd, EPOLL_CTL_DEL, e->events_fd, NULL);
+        e->watch = WATCH_NONE;
+        if (w == WATCH_NONE)
+                return;
+
+        struct epoll_event ev = { .events = w == WATCH_REPORT ? EPOLLIN : EPOLLPRI, .data.u64 = (uint64_t) e->pid };
+        if (epoll_ctl(h->epoll_fd, EPOLL_CTL_ADD, w == WATCH_REPORT ? e->report_fd : e->events_fd, &ev) == 0)
+                e->watch = w;
+}
+
+static void exec_free(Helper *h, Exec *e) {
+        watch(h, e, WATCH_NONE);
+        exec_unlink(h, e);
+        safe_close(e->report_fd);
+        safe_close(e->status_fd);
+        safe_close(e->events_fd);
+        if (e->cgroup_fd >= 0) {
+                safe_close(e->cgroup_fd);
+                (void) cgroup_track_remove(e->ctx->cgroup_fd, e->cgroup_name);
+        }
+        context_release_one(h, e->ctx);
+        free(e);
+}
+
+/* Reads what the child reported. Returns true once the pipe is closed (resolved). */
+static bool read_report(Exec *e) {
+        for (;;) {
+                LaunchReport r;
+                ssize_t n = read(e->report_fd, &r, sizeof r);
+
+                if (n == 0)
+                        return true;
+                if (n < 0)
+                        return errno != EAGAIN && errno != EINTR ? true : false;
+                if ((size_t) n != sizeof r)
+                        continue;
+                if (r.kind == LAUNCH_REPORT_ERROR) {
+                        e->error = r;
+                        e->have_error = true;
+                } else if (r.kind == LAUNCH_REPORT_TIMINGS) {
+                        e->timings = r;
+                        e->have_timings = true;
+                }
+        }
+}
+
+static void send_launched(Helper *h, Exec *e) {
+        SpawnLaunched m = { .h = { SPAWN_LAUNCHED, sizeof m, e->id }, .pid = e->pid };
+
+        e->at_usec[LAUNCH_T_EXEC_SEEN] = now_monotonic_usec();
+        if (e->have_timings || e->have_error) {
+                const LaunchReport *r = e->have_error ? &e->error : &e->timings;
+                for (int t = LAUNCH_T_CHILD_START; t <= LAUNCH_T_SECCOMP; t++)
+                        e->at_usec[t] = r->at_usec[t];
+        }
+        memcpy(m.at_usec, e->at_usec, sizeof m.at_usec);
+        if (e->cgroup_fd >= 0)
+                (void) bsprintf(m.cgroup, sizeof m.cgroup, "%s/%s/%s/%s", h->cgroup_path, h->cgroup_root_name,
+                                e->ctx->cgroup_name, e->cgroup_name);
+
+        if (e->have_error) {
+                m.error = e->error.error > 0 ? e->error.error : EIO;
+                (void) strscpy(m.step, sizeof m.step, e->error.step);
+                if (isempty(e->error.detail))
+                        (void) bsprintf(m.message, sizeof m.message, "%s: %s", e->error.step, strerror(m.error));
+                else
+                        (void) bsprintf(m.message, sizeof m.message, "%s: %s: %s", e->error.step, e->error.detail,
+                                        strerror(m.error));
+                e->failed = true;
+        }
+        e->resolved = true;
+        spawner_helper_send(h, &m, sizeof m);
+}
+
+static void collect(Helper *h);
+
+static void exec_finish(Helper *h, Exec *e) {
+        SpawnExited m = { .h = { SPAWN_EXITED, sizeof m, e->id }, .wait_status = e->wait_status };
+        uint64_t cpu = 0;
+        bool send;
+
+        m.cpu_usec = (uint64_t) e->ru.ru_utime.tv_sec * USEC_PER_SEC + (uint64_t) e->ru.ru_utime.tv_usec +
+                     (uint64_t) e->ru.ru_stime.tv_sec * USEC_PER_SEC + (uint64_t) e->ru.ru_stime.tv_usec;
+        if (e->cgroup_fd >= 0 && cgroup_track_cpu_usec(e->cgroup_fd, &cpu) >= 0 && cpu > m.cpu_usec)
+                m.cpu_usec = cpu;
+        m.max_rss_bytes = (uint64_t) e->ru.ru_maxrss * 1024;
+        m.ended_usec = now_monotonic_usec();
+        send = !e->failed;
+        /* Killed orphans (basic level) are zombies of ours until reaped: not even those
+         * may be left when the end is reported. */
+        collect(h);
+        /* Its cgroup goes first: when the daemon hears of the end, nothing of it is left. */
+        exec_free(h, e);
+        if (send)
+                spawner_helper_send(h, &m, sizeof m);
+}
+
+/* The main process (or our init) was reaped: make sure nothing of the tree is left. */
+static void exec_reaped(Helper *h, Exec *e) {
+        int r;
+
+        if (!e->resolved) {
+                (void) read_report(e);          /* every writer is gone: data, then EOF */
+                watch(h, e, WATCH_NONE);
+                send_launched(h, e);
+        }
+        if (e->status_fd >= 0) {
+                int32_t st;
+                /* Our init wrote the main process's real status before it exited. */
+                if (read(e->status_fd, &st, sizeof st) == (ssize_t) sizeof st)
+                        e->wait_status = st;
+        }
+        if (e->cgroup_fd < 0) {
+                exec_finish(h, e);
+                return;
+        }
+        r = cgroup_track_populated(e->cgroup_fd);
+        if (r == 0) {
+                exec_finish(h, e);
+                return;
+        }
+        /* Orphans (basic level, or a pid namespace not yet torn down): kill them all and
+         * wait for "populated 0". */
+        (void) cgroup_track_kill(e->cgroup_fd);
+        e->killed = true;
+        if (r < 0 || cgroup_track_open_events(e->cgroup_fd, &e->events_fd) < 0) {
+                exec_finish(h, e);
+                return;
+        }
+        watch(h, e, WATCH_EVENTS);
+        if (cgroup_track_populated(e->cgroup_fd) == 0)
+                exec_finish(h, e);
+}
+
+static void on_events(Helper *h, Exec *e) {
+        if (cgroup_track_populated(e->cgroup_fd) != 0)
+                return;
+        exec_finish(h, e);
+}
+
+static void on_report(Helper *h, Exec *e) {
+        if (!read_report(e))
+                return;
+        watch(h, e, WATCH_NONE);
+        send_launched(h, e);
+        if (e->failed && e->cgroup_fd >= 0)
+                (void) cgroup_track_kill(e->cgroup_fd);
+}
+
+/* Collects every child that ended: orphans we are subreaper for are just reaped; the main
+ * processes of execs are marked and queued for spawner_helper_reap(). Safe to call from
+ * anywhere: it changes nothing else. */
+static void collect(Helper *h) {
+        for (;;) {
+                struct rusage ru;
+                int status;
+                pid_t pid = wait4(-1, &status, WNOHANG, &ru);
+                Exec *e;
+
+                if (pid <= 0)
+                        return;
+                e = spawner_helper_exec_by_pid(h, pid);
+                if (!e || e->reaped)
+                        continue;
+                e->reaped = true;
+                e->wait_status = status;
+                e->ru = ru;
+                e->reaped_next = h->reaped;
+                h->reaped = e;
+        }
+}
+
+void spawner_helper_reap(Helper *h) {
+        collect(h);
+        while (h->reaped) {
+                Exec *e = h->reaped;
+
+                h->reaped = e->reaped_next;
+                exec_reaped(h, e);
+        }
+}
+
+int spawner_helper_signal(Helper *h, Exec *e, int sig) {
+        bool has_init = e->level >= ISOLATION_LEVEL_STANDARD;
+
+        if (e->reaped)
+                return -ESRCH;
+        if (sig == SIGKILL) {
+                if (e->cgroup_fd >= 0)
+                        (void) cgroup_track_kill(e->cgroup_fd);
+                /* Without a cgroup: our init takes its namespace along; at basic, the
+                 * session's process group is the best there is. */
+                (void) kill(e->pid, SIGKILL);
+                if (!has_init && e->cgroup_fd < 0)
+                        (void) kill(-e->pid, SIGKILL);
+                e->killed = true;
+                return 0;
+        }
+        if (e->cgroup_fd >= 0) {
+                int n = cgroup_track_signal(e->cgroup_fd, sig, has_init ? e->pid : 0);
+                return n < 0 ? n : 0;
+        }
+        if (has_init)
+                return kill(e->pid, sig) < 0 ? negative_errno() : 0;        /* init forwards it */
+        return kill(-e->pid, sig) < 0 ? negative_errno() : 0;
+}
+
+/* ---- requests ---- */
+
+static int decode_strings(const SpawnLaunch *m, size_t size, LaunchSpec *spec, char ***ret_argv, char ***ret_envp) {
+        const char *p = m->strings, *end;
+        _cleanup_free_ char **argv = NULL, **envp = NULL;
+
+        if (size < sizeof *m || m->strings_size != size - sizeof *m || m->argc == 0 ||
+            m->argc > LAUNCH_ARGV_MAX || m->envc > LAUNCH_ENV_MAX)
+                return -EBADMSG;
+        end = m->strings + m->strings_size;
+        if (m->strings_size == 0 || end[-1] != '\0')
+                return -EBADMSG;
+
+#define NEXT(var)                                       \
+        do {                                            \
+                if (p >= end)                           \
+                        return -EBADMSG;                \
+                (var) = (char *) p;                     \
+                p += strlen(p) + 1;                     \
+        } while (0)
+
+        argv = calloc(m->argc + 1, sizeof *argv);
+        envp = calloc(m->envc + 1, sizeof *envp);
+        if (!argv || !envp)
+                return -ENOMEM;
+        NEXT(spec->sandbox_key);
+        NEXT(spec->hostname);
+        if (m->has_cwd)
+                NEXT(spec->cwd);
+        for (uint32_t i = 0; i < m->argc; i++)
+                NEXT(argv[i]);
+        for (uint32_t i = 0; i < m->envc; i++)
+                NEXT(envp[i]);
+#undef NEXT
+        spec->argv = argv;
+        spec->envp = envp;
+        *ret_argv = TAKE_PTR(argv);
+        *ret_envp = TAKE_PTR(envp);
+        return 0;
+}
+
+static void refresh_plan(Helper *h) {
+        usec_t now = now_monotonic_usec();
+        MountPlan fresh;
+
+        if (now - h->plan_at < PLAN_REFRESH_USEC)
+                return;
+        /* Secrets appear and vanish (ssh host keys regenerated, ...): look again now and then. */
+        if (mounts_plan_init(&fresh, h->opts->mask_paths) >= 0)
+                h->plan.mounts = fresh;
+        h->plan_at = now;
+}
+
+static void close_dirs(Exec *e) {
+        for (size_t i = 0; i < MOUNT_SANDBOX_DIRS; i++)
+                e->dirs[i] = safe_close(e->dirs[i]);
+}
+
+static int launch_error(LaunchError *err, const char *step, int r) {
+        err->error = -r;
+        (void) strscpy(err->step, sizeof err->step, step);
+        (void) bsprintf(err->message, sizeof err->message, "%s: %s", step, strerror(-r));
+        return r;
+}
+
+/* Everything the helper does for one launch: context, cgroup, pipes, clone. On failure
+ * the caller undoes it with exec_abort(). */
+static int exec_start(Helper *h, Exec *e, const LaunchSpec *spec, LaunchError *err) {
+        _cleanup_close_ int report_w = -EBADF, status_w = -EBADF;
+        int p[2], dirs[MOUNT_SANDBOX_DIRS], r;
+        char detail[160];
+
+        r = context_prepare(h, e->ctx, spec->network);
+        if (r < 0)
+                return launch_error(err, "sandbox context", r);
+        e->at_usec[LAUNCH_T_CONTEXT] = now_monotonic_usec();
+
+        if (e->ctx->cgroup_fd >= 0) {
+                (void) bsprintf(e->cgroup_name, sizeof e->cgroup_name, "x%" PRIu64, e->id);
+                r = cgroup_track_mkdir(e->ctx->cgroup_fd, e->cgroup_name, &e->cgroup_fd);
+                if (r < 0)
+                        return launch_error(err, "tracking cgroup", r);
+        }
+        e->at_usec[LAUNCH_T_CGROUP] = now_monotonic_usec();
+
+        r = mounts_clone_sandbox_dirs(spec->fs_fd, dirs, detail, sizeof detail);
+        if (r < 0) {
+                launch_error(err, "sandbox directories", r);
+                (void) bsprintf(err->message, sizeof err->message, "sandbox directories: %s: %s", detail, strerror(-r));
+                return r;
+        }
+        memcpy(e->dirs, dirs, sizeof dirs);
+
+        /* Packet mode: one read() per record. Non-blocking: a record never fills the pipe. */
+        if (pipe2(p, O_CLOEXEC | O_DIRECT | O_NONBLOCK) < 0)
+                return launch_error(err, "report pipe", negative_errno());
+        e->report_fd = p[0];
+        report_w = p[1];
+        if (spec->level >= ISOLATION_LEVEL_STANDARD) {
+                if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
+                        return launch_error(err, "status pipe", negative_errno());
+                e->status_fd = p[0];
+                status_w = p[1];
+        }
+
+        LaunchJob job = {
+                .spec = spec,
+                .dirs = { e->dirs[0], e->dirs[1], e->dirs[2], e->dirs[3] },
+                .netns_fd = spec->network == NETWORK_MODE_NONE ? e->ctx->netns_fd : -1,
+                .cgroup_fd = e->cgroup_fd,
+                .report_fd = report_w,
+                .status_fd = status_w,
+                .spawner_pid = h->pid,
+        };
+        r = launch_clone(&h->plan, &job, &e->pid);
+        if (r < 0)
+                return launch_error(err, "clone", r);
+        e->at_usec[LAUNCH_T_CLONE] = now_monotonic_usec();
+        close_dirs(e);                          /* the child has them */
+        return 0;
+}
+
+static void exec_abort(Helper *h, Exec *e) {
+        close_dirs(e);
+        if (e->cgroup_fd >= 0) {
+                safe_close(e->cgroup_fd);
+                (void) cgroup_track_remove(e->ctx->cgroup_fd, e->cgroup_name);
+        }
+        safe_close(e->report_fd);
+        safe_close(e->status_fd);
+        context_release_one(h, e->ctx);
+        free(e);
+}
+
+int spawner_helper_launch(Helper *h, const SpawnLaunch *m, size_t size, const int fds[SPAWN_LAUNCH_FDS],
+                          LaunchError *err) {
+        _cleanup_free_ char **argv = NULL, **envp = NULL;
+        LaunchSpec spec = {
+                .uid = m->uid, .gid = m->gid, .level = (IsolationLevel) m->level, .network = (NetworkMode) m->network,
+                .fs_fd = fds[0], .stdin_fd = fds[1], .stdout_fd = fds[2], .stderr_fd = fds[3],
+                .tmpfs_bytes = m->tmpfs_bytes, .shm_bytes = m->shm_bytes, .limits = m->limits,
+                .collect_timings = m->collect_timings,
+        };
+        Context *ctx;
+        Exec *e;
+        int r;
+
+        r = decode_strings(m, size, &spec, &argv, &envp);
+        if (r < 0)
+                return r;
+        r = launch_spec_validate(&spec, err);
+        if (r < 0)
+                return r;
+        if (spawner_helper_exec_by_id(h, m->h.id))
+                return -EEXIST;
+        refresh_plan(h);
+
+        r = context_get(h, spec.sandbox_key, &ctx);
+        if (r < 0)
+                return r;
+        e = calloc(1, sizeof *e);
+        if (!e)
+                return -ENOMEM;
+        *e = (Exec) {
+                .id = m->h.id, .level = spec.level, .ctx = ctx,
+                .report_fd = -EBADF, .status_fd = -EBADF, .cgroup_fd = -EBADF, .events_fd = -EBADF,
+                .dirs = { -EBADF, -EBADF, -EBADF, -EBADF },
+        };
+        e->at_usec[LAUNCH_T_START] = m->sent_usec;
+        e->at_usec[LAUNCH_T_RECEIVED] = now_monotonic_usec();
+        ctx->active++;                       /* exec_free()/exec_abort() balance it */
+        ctx->dropping = false;
+
+        r = exec_start(h, e, &spec, err);
+        if (r < 0) {
+                exec_abort(h, e);
+                return r;
+        }
+        unsigned b = (unsigned) e->pid % EXEC_BUCKETS;
+        e->next = h->execs[b];
+        h->execs[b] = e;
+        watch(h, e, WATCH_REPORT);
+        return 0;
+}
+
+void spawner_helper_exec_event(Helper *h, Exec *e) {
+        if (e->watch == WATCH_REPORT)
+                on_report(h, e);
+        else if (e->watch == WATCH_EVENTS)
+                on_events(h, e);
+}
+
+void spawner_helper_kill_all(Helper *h) {
+        for (unsigned b = 0; b < EXEC_BUCKETS; b++)
+                for (Exec *e = h->execs[b]; e; e = e->next)
+                        (void) spawner_helper_signal(h, e, SIGKILL);
+}
+
+void spawner_helper_drop(Helper *h, const char *key) {
+        Context *c = context_find(h, key);
+
+        if (!c)
+                return;
+        for (unsigned b = 0; b < EXEC_BUCKETS; b++)
+                for (Exec *e = h->execs[b]; e; e = e->next)
+                        if (e->ctx == c)
+                                (void) spawner_helper_signal(h, e, SIGKILL);
+        c->dropping = true;
+        if (c->active == 0)
+                context_free(h, c);
+}
