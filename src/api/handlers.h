@@ -31,3 +31,10 @@ int handle_files_move(Request *req);        /* POST /api/v1/sandboxes/{id}/files
 int handle_files_archive_get(Request *req); /* GET  /api/v1/sandboxes/{id}/files/archive (ROUTE_OFFLOAD) */
 int upload_files_archive(Request *req, int *ret_fd);
 int handle_files_archive_put(Request *req); /* PUT  /api/v1/sandboxes/{id}/files/archive (ROUTE_UPLOAD|ROUTE_OFFLOAD) */
+
+/* exec.c */
+int handle_exec_start(Request *req);        /* POST /api/v1/sandboxes/{id}/exec (JSON or SSE) */
+int handle_exec_get(Request *req);          /* GET  /api/v1/sandboxes/{id}/exec/{exec_id} (wait_seconds: long-poll) */
+int handle_exec_output(Request *req);       /* GET  /api/v1/sandboxes/{id}/exec/{exec_id}/output */
+int handle_exec_events(Request *req);       /* GET  /api/v1/sandboxes/{id}/exec/{exec_id}/events (SSE) */
+int handle_exec_cancel(Request *req);       /* POST /api/v1/sandboxes/{id}/exec/{exec_id}/cancel */

@@ -4,9 +4,11 @@
 #include <sys/statvfs.h>
 
 #include "config.h"
+#include "exec.h"
 #include "handlers.h"
 #include "holds.h"
 #include "json-util.h"
+#include "spawner.h"
 #include "time-util.h"
 
 int handle_health(Request *req) {
@@ -52,6 +54,19 @@ static json_t *store_report(Daemon *d) {
         return j;
 }
 
+/* What is enforced (fixed at start-up), plus the network namespaces alive now. */
+static json_t *isolation_report(Daemon *d) {
+        json_t *o;
+        unsigned contexts;
+
+        if (!d->isolation_report)
+                return json_pack("{s:s}", "status", "unavailable");
+        o = json_deep_copy(d->isolation_report);
+        if (o && d->spawner && spawner_count_contexts(d->spawner, &contexts) >= 0)
+                (void) json_object_set_new(o, "sandbox_contexts", json_integer(contexts));
+        return o;
+}
+
 int handle_healthz(Request *req) {
         Daemon *d = req_daemon(req);
         const char *status = atomic_load(&d->shutting_down) ? "stopping" : "ok";
@@ -65,7 +80,7 @@ int handle_healthz(Request *req) {
         (void) format_timestamp(started, sizeof started, d->started_at);
         return reply_json(
                 req, 200,
-                json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s, s:I, s:o, s:o, s:i, s:o, s:{s:s}}",
+                json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s, s:I, s:o, s:o, s:i, s:o, s:o, s:o}",
                           "status", status,
                           "version", SANDLOOM_VERSION_STRING,
                           "worker_id", d->worker_id,
@@ -77,5 +92,6 @@ int handle_healthz(Request *req) {
                           "disk", disk_report(d),
                           "holds_active", d->holds ? (int) holds_active(d->holds) : 0,
                           "config", config_report(&d->config),
-                          "isolation", "status", "not yet implemented"));
+                          "isolation", isolation_report(d),
+                          "execs", exec_engine_report(d->execs)));
 }

@@ -75,6 +75,21 @@ int reply_errorf(Request *req, unsigned status, const char *code, const char *fm
 int reply_text(Request *req, unsigned status, const char *content_type, const char *text);
 /* Streams SIZE bytes of FD from offset 0; FD is stolen (closed when sent). */
 int reply_fd(Request *req, unsigned status, const char *content_type, int fd, uint64_t size);
+/* Copies LEN bytes of DATA (binary) as the body. */
+int reply_bytes(Request *req, unsigned status, const char *content_type, const void *data, size_t len);
+
+/* A body produced while it is sent (Server-Sent Events): 200, chunked. READ(UD, POS, BUF,
+ * MAX) runs on the connection's thread and returns the number of bytes it put in BUF,
+ * 0 for "nothing now" (the connection is then suspended, holding no thread, until
+ * req_stream_wake()), or a negative value at the end (STREAM_END: done; anything else:
+ * abort the connection). FREE_UD(UD) runs once the response is gone (the client left, the
+ * stream ended, or the daemon stopped); until then REQ stays valid for req_stream_wake(). */
+#define STREAM_END ((ssize_t) -1)
+typedef ssize_t (*StreamReadFn)(void *ud, uint64_t pos, char *buf, size_t max);
+int reply_stream(Request *req, const char *content_type, StreamReadFn read, void *ud, void (*free_ud)(void *));
+/* Any thread: there may be more to read; resumes a stream suspended on "nothing now". */
+void req_stream_wake(Request *req);
+
 /* Adds a response header to the reply about to be sent (call before reply_*). */
 int req_add_reply_header(Request *req, const char *name, const char *value);
 

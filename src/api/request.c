@@ -255,6 +255,22 @@ void request_resume_locked(Request *req) {
                 MHD_resume_connection(req->connection);
 }
 
+bool request_stream_suspend_locked(Request *req) {
+        bool ok = false;
+
+        if (!req->parks || !req->connection || req->stream_closed)
+                return false;
+        pthread_mutex_lock(&req->parks->lock);
+        if (!req->parks->closing) {
+                MHD_suspend_connection(req->connection);
+                park_link(req->parks, req);
+                req->suspended = true;
+                ok = true;
+        }
+        pthread_mutex_unlock(&req->parks->lock);
+        return ok;
+}
+
 /* Stores a 503 SANDBOX_SHUTTING_DOWN with REQ->lock held; a later reply is dropped. */
 static void store_shutdown_reply_locked(Request *req) {
         _cleanup_json_ json_t *body = NULL;
@@ -326,7 +342,12 @@ unsigned parklist_abandon_all(ParkList *pl) {
                 Request *req = all[i];
 
                 pthread_mutex_lock(&req->lock);
-                if (req->suspended && !req->replied) {
+                if (req->suspended && req->streaming) {
+                        /* A stream waiting for data: its reader ends it when resumed. */
+                        req->stream_closed = true;
+                        request_resume_locked(req);
+                        abandoned++;
+                } else if (req->suspended && !req->replied) {
                         store_shutdown_reply_locked(req);
                         request_resume_locked(req);
                         abandoned++;

@@ -91,6 +91,9 @@ struct Request {
         bool suspended;
         bool abandoned;                     /* answered 503 at shutdown; a late reply is dropped */
         bool park_ref;                      /* a parked handler holds a reference */
+        bool streaming;                     /* reply_stream(): suspended from the content reader */
+        bool stream_wake;                   /* req_stream_wake() since the last read */
+        bool stream_closed;                 /* shutdown: end the stream at the next read */
         Request *park_prev, *park_next;
         HeaderPair *reply_headers;
         size_t n_reply_headers;
@@ -117,6 +120,9 @@ int request_suspend(Request *req);
 bool request_replied(Request *req);
 /* With REQ->lock held, after storing a reply: resumes REQ if it is suspended. */
 void request_resume_locked(Request *req);
+/* With REQ->lock held, from a stream's content reader: suspends the connection until
+ * req_stream_wake(). Returns false (nothing done) when the server is closing. */
+bool request_stream_suspend_locked(Request *req);
 
 void parklist_init(ParkList *pl);
 void parklist_destroy(ParkList *pl);

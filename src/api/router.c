@@ -22,6 +22,15 @@ const Route router_routes[] = {
         { "POST", SBX "/{id}", handle_sandbox_connect, NULL, 0 },
         { "GET", SBX "/{id}/audit", handle_sandbox_audit, NULL, 0 },
 
+        /* Exec calls never wait on an HTTP thread: a foreground exec, a queued one and a
+         * long-poll are parked (no thread), SSE suspends between chunks. The launch itself
+         * (~2 ms) runs inline: the fast path has no thread hand-off before it. */
+        { "POST", SBX "/{id}/exec", handle_exec_start, NULL, 0 },
+        { "GET", SBX "/{id}/exec/{exec_id}", handle_exec_get, NULL, 0 },
+        { "GET", SBX "/{id}/exec/{exec_id}/output", handle_exec_output, NULL, 0 },
+        { "GET", SBX "/{id}/exec/{exec_id}/events", handle_exec_events, NULL, 0 },
+        { "POST", SBX "/{id}/exec/{exec_id}/cancel", handle_exec_cancel, NULL, 0 },
+
         /* Whatever takes a sandbox hold may wait for it (SANDBOX_HOLD_WAIT_SECONDS): never on
          * an HTTP thread, which serves other connections too (the one holding the hold may
          * be among them). */

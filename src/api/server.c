@@ -210,6 +210,112 @@ static enum MHD_Result answer_too_large_now(Request *req) {
         return req->has_body ? queue_stored(req) : MHD_YES;
 }
 
+/* --- binary and streamed bodies --- */
+
+int reply_bytes(Request *req, unsigned status, const char *content_type, const void *data, size_t len) {
+        struct MHD_Response *resp;
+
+        resp = MHD_create_response_from_buffer(len, (void *) data, MHD_RESPMEM_MUST_COPY);
+        if (!resp)
+                return reply_store(req, status, NULL, 0);
+        (void) MHD_add_response_header(resp, "Content-Type", content_type ? content_type : "application/octet-stream");
+        return reply_store(req, status, resp, len);
+}
+
+typedef struct Stream {
+        Request *req;                 /* a reference: valid for req_stream_wake() until freed */
+        StreamReadFn read;
+        void *ud;
+        void (*free_ud)(void *);
+} Stream;
+
+/* libmicrohttpd's content reader, on the connection's thread. "Nothing now" suspends the
+ * connection (from inside the reader, which libmicrohttpd allows) instead of returning 0,
+ * which its internal polling would call again at once: a busy loop. */
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
+        Stream *st = cls;
+        Request *req = st->req;
+
+        for (;;) {
+                ssize_t n;
+                bool closed;
+
+                pthread_mutex_lock(&req->lock);
+                req->stream_wake = false;
+                closed = req->stream_closed;
+                pthread_mutex_unlock(&req->lock);
+                if (closed)
+                        return MHD_CONTENT_READER_END_WITH_ERROR;
+
+                n = st->read(st->ud, pos, buf, max);
+                if (n > 0) {
+                        pthread_mutex_lock(&req->lock);
+                        req->bytes_out += (uint64_t) n;
+                        pthread_mutex_unlock(&req->lock);
+                        return n;
+                }
+                if (n == STREAM_END)
+                        return MHD_CONTENT_READER_END_OF_STREAM;
+                if (n < 0)
+                        return MHD_CONTENT_READER_END_WITH_ERROR;
+
+                /* Nothing now. A wake that came while we read means: look again. */
+                pthread_mutex_lock(&req->lock);
+                if (req->stream_wake) {
+                        pthread_mutex_unlock(&req->lock);
+                        continue;
+                }
+                if (!request_stream_suspend_locked(req)) {
+                        pthread_mutex_unlock(&req->lock);
+                        return MHD_CONTENT_READER_END_WITH_ERROR; /* the server is stopping */
+                }
+                pthread_mutex_unlock(&req->lock);
+                return 0;
+        }
+}
+
+static void stream_free(void *cls) {
+        Stream *st = cls;
+
+        if (st->free_ud)
+                st->free_ud(st->ud);
+        request_unref(st->req);
+        free(st);
+}
+
+int reply_stream(Request *req, const char *content_type, StreamReadFn read, void *ud, void (*free_ud)(void *)) {
+        struct MHD_Response *resp;
+        Stream *st;
+
+        st = calloc(1, sizeof *st);
+        if (!st) {
+                if (free_ud)
+                        free_ud(ud);
+                return reply_store(req, 500, NULL, 0);
+        }
+        *st = (Stream) { .req = request_ref(req), .read = read, .ud = ud, .free_ud = free_ud };
+        resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_reader, st, stream_free);
+        if (!resp) {
+                stream_free(st);
+                return reply_store(req, 500, NULL, 0);
+        }
+        (void) MHD_add_response_header(resp, "Content-Type", content_type);
+        (void) MHD_add_response_header(resp, "Cache-Control", "no-cache");
+        (void) MHD_add_response_header(resp, "X-Accel-Buffering", "no");
+        pthread_mutex_lock(&req->lock);
+        req->streaming = true;
+        pthread_mutex_unlock(&req->lock);
+        return reply_store(req, 200, resp, 0);
+}
+
+void req_stream_wake(Request *req) {
+        pthread_mutex_lock(&req->lock);
+        req->stream_wake = true;
+        if (req->streaming && req->suspended)
+                request_resume_locked(req);
+        pthread_mutex_unlock(&req->lock);
+}
+
 /* --- dispatch --- */
 
 static void job_run(void *arg) {

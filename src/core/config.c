@@ -16,6 +16,9 @@
 #define GiB (1024 * MiB)
 
 static const char *const log_levels[] = { "debug", "info", "warning", "error", NULL };
+static const char *const isolation_levels[] = { "auto", "basic", "standard", "strict", NULL };
+static const char *const network_modes[] = { "none", "isolated", "host", NULL };
+static const char *const runtimes[] = { "native", "bwrap", NULL };
 
 #define FIELD(f) offsetof(Config, f)
 
@@ -56,6 +59,34 @@ const ConfigSetting config_settings[] = {
           "On SIGTERM, how long in-flight requests may run before the daemon exits.", FIELD(shutdown_grace_seconds), false },
         { "SANDBOX_SQLITE_BUSY_TIMEOUT_MS", "--sqlite-busy-timeout-ms", CONFIG_UINT, "5000", 0, 600000, NULL,
           "How long an SQLite statement waits for a lock.", FIELD(sqlite_busy_timeout_ms), false },
+        { "SANDBOX_ISOLATION_LEVEL", "--isolation-level", CONFIG_ENUM, "auto", 0, 0, isolation_levels,
+          "Isolation of commands; auto = the strongest level the start-up probe found working. An explicit level that fails the probe refuses start-up.", FIELD(isolation_level), false },
+        { "SANDBOX_NETWORK_MODE", "--network-mode", CONFIG_ENUM, "none", 0, 0, network_modes,
+          "none (or isolated): one loopback-only network namespace per sandbox; host: the worker's network, including its loopback services.", FIELD(network_mode), false },
+        { "SANDBOX_RUNTIME", "--runtime", CONFIG_ENUM, "native", 0, 0, runtimes,
+          "How commands are isolated: native (our own launcher) or bwrap (the host's bubblewrap, for hosts where the native launcher is not allowed; same guarantees, about 4 ms more per exec).", FIELD(runtime), false },
+        { "SANDBOX_NETNS_LINGER_SECONDS", "--netns-linger-seconds", CONFIG_UINT, "30", 0, 86400, NULL,
+          "How long a sandbox's network namespace outlives its last running exec.", FIELD(netns_linger_seconds), false },
+        { "SANDBOX_TMPFS_BYTES", "--tmpfs-bytes", CONFIG_BYTES, "512M", 1024 * 1024, 1024 * GiB, NULL,
+          "Size of each exec's private /tmp.", FIELD(tmpfs_bytes), false },
+        { "SANDBOX_MAX_OPEN_FILES", "--max-open-files", CONFIG_UINT, "4096", 64, 1048576, NULL,
+          "Open files per sandbox process (RLIMIT_NOFILE).", FIELD(max_open_files), false },
+        { "SANDBOX_DEFAULT_TIMEOUT_SECONDS", "--default-timeout-seconds", CONFIG_UINT, "300", 1, 86400, NULL,
+          "Timeout of an exec that does not set timeout_seconds.", FIELD(default_timeout_seconds), false },
+        { "SANDBOX_MAX_OUTPUT_BYTES", "--max-output-bytes", CONFIG_BYTES, "8M", 1024, 1 * GiB, NULL,
+          "Output kept per stream (stdout, stderr) of one exec; past it the exec runs on and `truncated` is set.", FIELD(max_output_bytes), false },
+        { "SANDBOX_TERMINATE_GRACE_SECONDS", "--terminate-grace-seconds", CONFIG_UINT, "5", 0, 3600, NULL,
+          "After a timeout or cancel, how long the tree has between SIGTERM and SIGKILL.", FIELD(terminate_grace_seconds), false },
+        { "SANDBOX_MAX_PARALLEL_EXECS_PER_SANDBOX", "--max-parallel-execs-per-sandbox", CONFIG_UINT, "16", 1, 4096, NULL,
+          "Execs one sandbox may run at once; more get 429 SANDBOX_PARALLEL_EXEC_LIMIT.", FIELD(max_parallel_execs_per_sandbox), false },
+        { "SANDBOX_MAX_RUNNING_EXECS", "--max-running-execs", CONFIG_UINT, "64", 1, 65536, NULL,
+          "Execs this worker runs at once; more wait in the admission queue.", FIELD(max_running_execs), false },
+        { "SANDBOX_ADMISSION_QUEUE_LENGTH", "--admission-queue-length", CONFIG_UINT, "256", 0, 65536, NULL,
+          "Exec requests that may wait for a free slot; more get 503 SANDBOX_WORKER_BUSY at once.", FIELD(admission_queue_length), false },
+        { "SANDBOX_ADMISSION_TIMEOUT_SECONDS", "--admission-timeout-seconds", CONFIG_UINT, "10", 1, 3600, NULL,
+          "How long a queued exec request waits for a slot before 503 SANDBOX_WORKER_BUSY.", FIELD(admission_timeout_seconds), false },
+        { "SANDBOX_EXEC_RETENTION_SECONDS", "--exec-retention-seconds", CONFIG_UINT, "1296000", 60, 3650u * 86400u, NULL,
+          "How long finished exec records and their output are kept.", FIELD(exec_retention_seconds), false },
         { "SANDBOX_INTERNAL_TOKEN", NULL, CONFIG_STRING, "", 0, 0, NULL,
           "Bearer token for the API (environment only). Unset: read DATA/token, or create it on first start.",
           FIELD(internal_token), true },

@@ -27,6 +27,20 @@ typedef struct Config {
         uint64_t hold_wait_seconds;
         uint64_t shutdown_grace_seconds;
         uint64_t sqlite_busy_timeout_ms;
+        char *isolation_level;        /* auto|basic|standard|strict */
+        char *network_mode;           /* none|isolated|host */
+        char *runtime;                /* native|bwrap (SANDBOX_RUNTIME) */
+        uint64_t netns_linger_seconds;
+        uint64_t tmpfs_bytes;
+        uint64_t max_open_files;
+        uint64_t default_timeout_seconds;
+        uint64_t max_output_bytes;
+        uint64_t terminate_grace_seconds;
+        uint64_t max_parallel_execs_per_sandbox;
+        uint64_t max_running_execs;
+        uint64_t admission_queue_length;
+        uint64_t admission_timeout_seconds;
+        uint64_t exec_retention_seconds;
 
         /* Secrets: environment or file only, never a flag; never printed. */
         char *internal_token;

@@ -18,14 +18,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "exec.h"
 #include "fileio.h"
 #include "holds.h"
 #include "identity.h"
+#include "jobs.h"
 #include "json-util.h"
 #include "log.h"
+#include "probe.h"
 #include "reaper.h"
 #include "sandbox.h"
 #include "server.h"
+#include "spawner.h"
 #include "string-util.h"
 
 /* `sandloom serve`, top to bottom: configuration, data directory, identity, store,
@@ -35,6 +39,14 @@
 #define EXIT_CONFIG 2
 #define EXIT_SECOND_SIGNAL 130
 #define RM_DEPTH_MAX 64
+/* Launches of execs that waited in the admission queue, and pruning: never on the pump or
+ * the spawner's reader thread (a launch waits for an answer the reader delivers). */
+#define EXEC_JOB_THREADS 4u
+#define EXEC_JOB_QUEUE 4096u
+/* After the grace period, how long killed execs get to have their end recorded. */
+#define EXEC_KILL_WAIT_USEC (10 * USEC_PER_SEC)
+
+static JobPool *exec_jobs;
 
 static void fail(const char *fmt, ...) _printf_(1, 2);
 static void fail(const char *fmt, ...) {
@@ -235,6 +247,182 @@ static void protect_from_oom(void) {
                 log_info("Could not protect the daemon from the OOM killer: %s.", strerror(-r));
 }
 
+/* ---- isolation: the spawner, the probe, the level ---- */
+
+typedef struct ExecJob {
+        void (*fn)(void *arg);
+        void *arg;
+} ExecJob;
+
+static void exec_job_run(void *p) {
+        ExecJob *j = p;
+
+        j->fn(j->arg);
+        free(j);
+}
+
+static int exec_submit(void *userdata, void (*fn)(void *arg), void *arg) {
+        ExecJob *j = malloc(sizeof *j);
+        int r;
+
+        if (!j)
+                return -ENOMEM;
+        *j = (ExecJob) { fn, arg };
+        r = jobpool_submit(userdata, j);
+        if (r < 0)
+                free(j);
+        return r;
+}
+
+/* The uid the probe runs as: outside the sandbox range, so that no sandbox ever shares
+ * it: SANDBOX_UID_END + 1, or SANDBOX_UID_START - 1 when the range ends at the top. */
+static uid_t probe_uid(const Config *c) {
+        return c->uid_end < UINT32_C(4294967294) ? (uid_t) (c->uid_end + 1) : (uid_t) (c->uid_start - 1);
+}
+
+static json_t *isolation_json(const Daemon *d, const SpawnerInfo *info, const ProbeReport *probe, IsolationLevel level,
+                              NetworkMode net, const char *spawner_error) {
+        json_t *o, *levels = json_object();
+
+        for (IsolationLevel l = ISOLATION_LEVEL_MIN; levels && l <= ISOLATION_LEVEL_MAX; l++) {
+                json_t *lj = probe ? json_pack("{s:b}", "ok", probe->levels[l].ok) : json_pack("{s:b}", "ok", false);
+                if (lj && (!probe || !probe->levels[l].ok))
+                        (void) json_object_set_new(lj, "error",
+                                                   json_string_lossy(probe ? probe->levels[l].message : spawner_error,
+                                                                     strlen(probe ? probe->levels[l].message
+                                                                                  : spawner_error)));
+                (void) json_object_set_new(levels, isolation_level_to_string(l), lj);
+        }
+        o = json_pack("{s:s?, s:s, s:o, s:s, s:s, s:i}", "level", isolation_level_to_string(level), "requested",
+                      d->config.isolation_level, "levels", levels, "network_mode", network_mode_to_string(net),
+                      "seccomp", level != ISOLATION_LEVEL_INVALID ? "enforced" : "none", "probe_uid",
+                      (int) probe_uid(&d->config));
+        if (!o)
+                return NULL;
+        if (net == NETWORK_MODE_HOST)
+                (void) json_object_set_new(o, "warning",
+                                           json_string("network mode host exposes the host's loopback and abstract sockets "
+                                                       "to every sandbox"));
+        if (info)
+                (void) json_object_set_new(o, "tracking",
+                                           info->cgroup_tracking
+                                                   ? json_pack("{s:s, s:s}", "mechanism", "cgroup2", "path", info->cgroup_path)
+                                                   : json_pack("{s:s, s:s}", "mechanism", "pid namespace", "error",
+                                                               info->cgroup_error));
+        if (info)
+                (void) json_object_set_new(o, "spawner", json_pack("{s:i, s:b}", "pid", (int) info->pid, "clone3", info->clone3));
+        if (spawner_error)
+                (void) json_object_set_new(o, "error", json_string_lossy(spawner_error, strlen(spawner_error)));
+        return o;
+}
+
+/* Forks the spawner (before any thread of ours exists), probes every level, picks one.
+ * An explicitly requested level that fails refuses start-up; with "auto" and nothing
+ * working, the daemon serves everything but exec (503 SANDBOX_ISOLATION_UNAVAILABLE). */
+static int setup_isolation(Daemon *d, IsolationLevel *ret_level, NetworkMode *ret_net, char *unavailable,
+                           size_t unavailable_len) {
+        const char *masks[] = { isempty(d->config.internal_token_file) ? NULL : d->config.internal_token_file, NULL };
+        bool explicit_level = !streq(d->config.isolation_level, "auto");
+        IsolationLevel want = isolation_level_from_string(d->config.isolation_level), level;
+        SpawnerOptions opts = {
+                .mask_paths = masks,
+                .netns_linger_usec = d->config.netns_linger_seconds * USEC_PER_SEC ?: 1,
+        };
+        ProbeReport probe = {};
+        SpawnerInfo info;
+        NetworkMode net;
+        char msg[512] = "";
+        int r;
+
+        if (network_mode_from_string(d->config.network_mode, &net) < 0) {
+                fail("SANDBOX_NETWORK_MODE must be none, isolated or host.");
+                return -EINVAL;
+        }
+        *ret_net = net;
+
+        r = spawner_start(&opts, &d->spawner, msg, sizeof msg);
+        if (r < 0) {
+                if (explicit_level) {
+                        fail("SANDBOX_ISOLATION_LEVEL=%s: the launch helper could not start: %s (%s).",
+                             d->config.isolation_level, msg, strerror(-r));
+                        return r;
+                }
+                log_warning("Commands cannot run on this host: the launch helper could not start: %s (%s).", msg,
+                            strerror(-r));
+                (void) bsprintf(unavailable, unavailable_len, "Commands cannot run on this worker: %s.", msg);
+                d->isolation_report = isolation_json(d, NULL, NULL, ISOLATION_LEVEL_INVALID, net, msg);
+                *ret_level = ISOLATION_LEVEL_INVALID;
+                return 0;
+        }
+        spawner_get_info(d->spawner, &info);
+
+        r = probe_levels(d->spawner, d->tmp_fd, probe_uid(&d->config), net, &probe);
+        if (r < 0) {
+                fail("The isolation probe could not run: %s.", strerror(-r));
+                return r;
+        }
+        if (explicit_level) {
+                if (!probe.levels[want].ok) {
+                        fail("SANDBOX_ISOLATION_LEVEL=%s does not work on this host: %s.", d->config.isolation_level,
+                             probe.levels[want].message);
+                        return -EPERM;
+                }
+                level = want;
+        } else
+                level = probe.strongest;
+
+        d->isolation_report = isolation_json(d, &info, &probe, level, net, NULL);
+        if (level == ISOLATION_LEVEL_INVALID) {
+                log_warning("No isolation level works on this host (basic: %s); commands are refused.",
+                            probe.levels[ISOLATION_LEVEL_BASIC].message);
+                (void) bsprintf(unavailable, unavailable_len,
+                                "No isolation level works on this worker (basic: %s); see /healthz.",
+                                probe.levels[ISOLATION_LEVEL_BASIC].message);
+                spawner_stop(TAKE_PTR(d->spawner));
+        } else
+                log_emit(LOG_LEVEL_INFO,
+                         json_pack("{s:s, s:s, s:s, s:b}", "event", "isolation", "level", isolation_level_to_string(level),
+                                   "network_mode", network_mode_to_string(net), "cgroup_tracking", info.cgroup_tracking),
+                         "Isolation level %s (requested %s), network %s, tree tracking by %s", isolation_level_to_string(level),
+                         d->config.isolation_level, network_mode_to_string(net),
+                         info.cgroup_tracking ? "cgroup v2" : "PID namespace");
+        *ret_level = level;
+        return 0;
+}
+
+static int setup_execs(Daemon *d, IsolationLevel level, NetworkMode net, const char *unavailable) {
+        char err[512] = "";
+        int r;
+
+        r = d->store->ops->exec_mark_lost(d->store, d->worker_id, d->worker_epoch, now_realtime_usec());
+        if (r < 0) {
+                fail("Cannot mark the execs of the previous run as lost: %s.", strerror(-r));
+                return r;
+        }
+        if (r > 0)
+                log_info("%d exec(s) of the previous run of worker %s ended WORKER_LOST.", r, d->worker_id);
+
+        r = jobpool_new(EXEC_JOB_THREADS, EXEC_JOB_QUEUE, exec_job_run, exec_job_run, &exec_jobs);
+        if (r < 0) {
+                fail("Cannot start the exec launch threads: %s.", strerror(-r));
+                return r;
+        }
+        ExecEngineOptions opts = {
+                .spawner = d->spawner,
+                .level = level,
+                .network = net,
+                .submit = exec_submit,
+                .submit_userdata = exec_jobs,
+                .unavailable_reason = unavailable,
+        };
+        r = exec_engine_new(d, &opts, &d->execs, err, sizeof err);
+        if (r < 0) {
+                fail("%s", err);
+                return r;
+        }
+        return 0;
+}
+
 static int wait_signal(int sfd, int timeout_ms) {
         struct signalfd_siginfo si;
         struct pollfd p = { .fd = sfd, .events = POLLIN };
@@ -249,6 +437,14 @@ static int wait_signal(int sfd, int timeout_ms) {
 }
 
 static void daemon_free(Daemon *d) {
+        /* Launch jobs first (they use the spawner), then the spawner (whose last exit
+         * reports go through the engine's pump), then the engine. */
+        if (exec_jobs)
+                jobpool_stop(exec_jobs);
+        spawner_stop(TAKE_PTR(d->spawner));
+        exec_engine_free(TAKE_PTR(d->execs));
+        jobpool_free(TAKE_PTR(exec_jobs));
+        json_decref(TAKE_PTR(d->isolation_report));
         if (d->reaper)
                 reaper_stop(d->reaper);
         if (d->holds)
@@ -268,8 +464,10 @@ static void daemon_free(Daemon *d) {
 
 /* Everything up to a running HTTP server. Returns 0 or an exit status. */
 static int daemon_start(Daemon *d, Server **ret_server) {
-        char previous_epoch[EPOCH_LEN + 1] = "", url[128], err[512];
+        char previous_epoch[EPOCH_LEN + 1] = "", url[128], err[512], unavailable[512] = "";
         _cleanup_close_ int listen_fd = -EBADF;
+        IsolationLevel level = ISOLATION_LEVEL_INVALID;
+        NetworkMode net = NETWORK_MODE_NONE;
         bool generated = false;
         int r;
 
@@ -286,6 +484,10 @@ static int daemon_start(Daemon *d, Server **ret_server) {
 
         if (setup_data_dir(d) < 0)
                 return EXIT_FAILURE;
+        /* Fork safety: the spawner is a copy of this process, made before any thread. */
+        r = setup_isolation(d, &level, &net, unavailable, sizeof unavailable);
+        if (r < 0)
+                return r == -EINVAL || r == -EPERM ? EXIT_CONFIG : EXIT_FAILURE;
         r = setup_identity(d, &generated);
         if (r < 0)
                 return r == -EINVAL ? EXIT_CONFIG : EXIT_FAILURE;
@@ -307,6 +509,8 @@ static int daemon_start(Daemon *d, Server **ret_server) {
         }
         if (r > 0)
                 log_info("Took over %d sandbox(es) from the previous run of worker %s.", r, d->worker_id);
+        if (setup_execs(d, level, net, unavailable) < 0)
+                return EXIT_FAILURE;
         r = reaper_start(d, &d->reaper);
         if (r < 0) {
                 fail("Cannot start the reaper: %s.", strerror(-r));
@@ -347,13 +551,19 @@ static int drain(Daemon *d, Server *s, int sfd) {
 
         atomic_store(&d->shutting_down, true);
         server_quiesce(s);
-        log_info("Shutting down: waiting up to %" PRIu64 " s for %u request(s) in flight.",
-                 d->config.shutdown_grace_seconds, server_active_requests(s));
-        while (server_active_requests(s) > 0 && now_monotonic_usec() < deadline)
+        exec_engine_stop_admitting(d->execs);
+        log_info("Shutting down: waiting up to %" PRIu64 " s for %u request(s) and %u exec(s) in flight.",
+                 d->config.shutdown_grace_seconds, server_active_requests(s), exec_engine_active(d->execs));
+        while ((server_active_requests(s) > 0 || exec_engine_active(d->execs) > 0) && now_monotonic_usec() < deadline)
                 if (wait_signal(sfd, 50) > 0) {
                         log_warning("Second signal: exiting now.");
                         return EXIT_SECOND_SIGNAL;
                 }
+        if (exec_engine_active(d->execs) > 0) {
+                log_warning("Grace period over with %u exec(s) running; killing them (WORKER_LOST).",
+                            exec_engine_active(d->execs));
+                exec_engine_kill_all(d->execs, EXEC_KILL_WAIT_USEC);
+        }
         if (server_active_requests(s) > 0)
                 log_warning("Grace period over with %u request(s) still in flight; answering them 503.",
                             server_active_requests(s));

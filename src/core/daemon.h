@@ -10,6 +10,8 @@
 
 typedef struct Holds Holds;
 typedef struct Reaper Reaper;
+typedef struct Spawner Spawner;
+typedef struct ExecEngine ExecEngine;
 
 /* The daemon's state, shared by every request. Set up once by daemon_run() before the
  * HTTP server starts; read-only afterwards except where a member says otherwise. */
@@ -28,6 +30,9 @@ typedef struct Daemon {
         size_t token_len;
         Holds *holds;
         Reaper *reaper;
+        Spawner *spawner;                     /* the launch helper (forked before any thread); NULL if unavailable */
+        ExecEngine *execs;
+        json_t *isolation_report;             /* /healthz: level, probe results, tracking; fixed at start */
         usec_t started_at;
         atomic_bool shutting_down;            /* set on the first SIGTERM/SIGINT */
 } Daemon;

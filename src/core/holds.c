@@ -181,6 +181,11 @@ static bool paths_overlap(const char *a, const char *b) {
 static bool hold_conflicts(const Hold *held, HoldKind kind, const char *path, const char *path2) {
         if (held->kind == HOLD_EXCLUSIVE || kind == HOLD_EXCLUSIVE)
                 return true;
+        /* Execs and file calls never exclude each other. */
+        if ((held->kind == HOLD_EXEC) != (kind == HOLD_EXEC))
+                return false;
+        if (kind == HOLD_EXEC)
+                return !held->path || !path || streq(held->path, path);
         if (held->kind == HOLD_FILE_READ && kind == HOLD_FILE_READ)
                 return false;
         if (paths_overlap(held->path, path))
@@ -226,7 +231,7 @@ int holds_acquire(Holds *h, const char *key, HoldKind kind, const char *path, co
         bool counted_exclusive = false;
         int r = 0;
 
-        if (!h || !key || !ret || kind < HOLD_FILE_READ || kind > HOLD_EXCLUSIVE)
+        if (!h || !key || !ret || kind < HOLD_FILE_READ || kind > HOLD_EXEC)
                 return -EINVAL;
 
         hold = calloc(1, sizeof *hold);
@@ -263,6 +268,11 @@ int holds_acquire(Holds *h, const char *key, HoldKind kind, const char *path, co
 
         while (!can_grant(e, kind, hold->path, hold->path2)) {
                 int k;
+
+                if (kind == HOLD_EXEC) {
+                        r = -EBUSY; /* an exec never queues behind another */
+                        break;
+                }
 
                 if (kind == HOLD_EXCLUSIVE && !counted_exclusive) {
                         e->exclusive_waiting++;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec.h"
 #include "json-util.h"
 #include "macros.h"
 #include "random-util.h"
@@ -273,15 +274,24 @@ int sandbox_release(Daemon *d, const Principal *p, const char *sandbox_id, const
                 return 0;
         }
 
-        /* Waits for in-flight file calls to finish and keeps new ones out. */
+        /* Release does not wait for execs to end on their own: no new one starts, the
+         * running ones are killed (they end CANCELLED and let go of their holds), and the
+         * spawner drops the sandbox's context. */
+        exec_engine_release_begin(d->execs, rec.internal_id);
+        /* Waits for in-flight file calls (and the killed execs) to finish and keeps new
+         * ones out. */
         r = holds_acquire(d->holds, rec.internal_id, HOLD_EXCLUSIVE, NULL, NULL, hold_wait(d), &hold);
-        if (r == -EBUSY)
+        if (r == -EBUSY) {
+                exec_engine_release_end(d->execs, rec.internal_id);
                 return busy(e, sandbox_id);
+        }
         if (r < 0) {
+                exec_engine_release_end(d->execs, rec.internal_id);
                 error_fill_internal(e, r, "waiting for the sandbox");
                 return r;
         }
         r = release_locked(d, p->name, p->tenant, sandbox_id, isempty(reason) ? "api" : reason, e);
+        exec_engine_release_end(d->execs, rec.internal_id);
         if (r < 0)
                 return r;
         reaper_kick(d->reaper);

@@ -50,3 +50,27 @@ int network_mode_from_string(const char *s, NetworkMode *ret) {
         }
         return -EINVAL;
 }
+
+const char *launch_runtime_to_string(LaunchRuntime runtime) {
+        switch (runtime) {
+        case LAUNCH_RUNTIME_NATIVE:
+                return "native";
+        case LAUNCH_RUNTIME_BWRAP:
+                return "bwrap";
+        }
+        return NULL;
+}
+
+int launch_runtime_from_string(const char *s, LaunchRuntime *ret) {
+        if (!s)
+                return -EINVAL;
+        if (streq(s, "native")) {
+                *ret = LAUNCH_RUNTIME_NATIVE;
+                return 0;
+        }
+        if (streq(s, "bwrap")) {
+                *ret = LAUNCH_RUNTIME_BWRAP;
+                return 0;
+        }
+        return -EINVAL;
+}

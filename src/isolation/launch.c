@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bwrap.h"
 #include "caps.h"
 #include "cgroup-track.h"
 #include "ids.h"
@@ -25,10 +26,17 @@
 
 #define DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 
-int launch_plan_init(LaunchPlan *plan, const char *const *mask_paths) {
+int launch_plan_init(LaunchPlan *plan, const char *const *mask_paths, LaunchRuntime runtime,
+                     const char *bwrap_path) {
         int r;
 
-        *plan = (LaunchPlan) { .clone3 = true };
+        *plan = (LaunchPlan) { .clone3 = true, .runtime = runtime };
+        if (runtime == LAUNCH_RUNTIME_BWRAP) {
+                r = bwrap_find(bwrap_path, plan->bwrap_path, sizeof plan->bwrap_path);
+                if (r < 0)
+                        return r;
+        } else if (runtime != LAUNCH_RUNTIME_NATIVE)
+                return -EINVAL;
         r = mounts_plan_init(&plan->mounts, mask_paths);
         if (r < 0)
                 return r;
@@ -402,7 +410,8 @@ static _noreturn_ void child_main(Child *c) {
 /* ---- the parent ---- */
 
 int launch_clone(LaunchPlan *plan, const LaunchJob *job, pid_t *ret_pid) {
-        uint64_t flags = namespaces_clone_flags(job->spec->level);
+        bool bwrap = plan->runtime == LAUNCH_RUNTIME_BWRAP;
+        uint64_t flags = bwrap ? bwrap_clone_flags() : namespaces_clone_flags(job->spec->level);
         Child c = {
                 .plan = plan,
                 .job = job,
@@ -432,8 +441,11 @@ int launch_clone(LaunchPlan *plan, const LaunchJob *job, pid_t *ret_pid) {
                 if (pid < 0)
                         return negative_errno();
         }
-        if (pid == 0)
+        if (pid == 0) {
+                if (bwrap)
+                        bwrap_child_main(plan, job, c.into_cgroup);
                 child_main(&c);
+        }
 
         *ret_pid = pid;
         return 0;

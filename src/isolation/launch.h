@@ -80,6 +80,9 @@ typedef enum LaunchTiming {
         _LAUNCH_T_MAX,
 } LaunchTiming;
 
+/* With the bwrap runtime (bwrap.h): ROOT = the sandbox's directories staged, SETUP = bwrap's
+ * command line written and rlimits applied, SECCOMP = about to execve() bwrap (which builds
+ * the root and loads the filter itself, before EXEC_SEEN..exit); INIT_FORK is not measured. */
 typedef struct LaunchTimings {
         uint64_t at_usec[_LAUNCH_T_MAX];    /* CLOCK_MONOTONIC when the step ended; 0 = not measured */
 } LaunchTimings;

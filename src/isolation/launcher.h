@@ -18,9 +18,14 @@ typedef struct LaunchPlan {
         MountPlan mounts;
         SeccompProgram seccomp[ISOLATION_LEVEL_MAX + 1];
         bool clone3;                        /* false once clone3() answered ENOSYS */
+        LaunchRuntime runtime;
+        char bwrap_path[256];               /* LAUNCH_RUNTIME_BWRAP: the bwrap binary */
 } LaunchPlan;
 
-int launch_plan_init(LaunchPlan *plan, const char *const *mask_paths);
+/* BWRAP_PATH: NULL = /usr/bin/bwrap; only used with LAUNCH_RUNTIME_BWRAP, and checked to be
+ * an executable file (-ENOENT, -EACCES otherwise). */
+int launch_plan_init(LaunchPlan *plan, const char *const *mask_paths, LaunchRuntime runtime,
+                     const char *bwrap_path);
 void launch_plan_done(LaunchPlan *plan);
 
 /* One launch, as decoded by the spawner. Every fd belongs to the caller; the child gets
@@ -50,6 +55,6 @@ typedef struct LaunchReport {
         uint64_t at_usec[_LAUNCH_T_MAX];
 } LaunchReport;
 
-/* Clones the child that runs the checklist (it never returns here). Returns 0 and the
- * child's pid, or -errno. The report pipe tells the rest. */
+/* Clones the child that runs the checklist of the plan's runtime (it never returns here).
+ * Returns 0 and the child's pid, or -errno. The report pipe tells the rest. */
 int launch_clone(LaunchPlan *plan, const LaunchJob *job, pid_t *ret_pid);

@@ -134,7 +134,7 @@ static int build_skeleton(const MountPlan *plan, const MountRequest *req, int ro
         static const char *const dirs[] = {
                 "usr", "etc", "dev", "tmp", "proc", "workspace", "home", "home/sandbox", "cache", "envs", "var", "run",
         };
-        char passwd[512], group[256];
+        char passwd[MOUNT_PASSWD_MAX], group[MOUNT_GROUP_MAX];
 
         for (size_t i = 0; i < ELEMENTSOF(dirs); i++)
                 if (mkdirat(root_fd, dirs[i], 0755) < 0)
@@ -156,16 +156,20 @@ static int build_skeleton(const MountPlan *plan, const MountRequest *req, int ro
         if (mkdirat(root_fd, ".maskdir", 0) < 0)
                 FAIL("creating the mask directory");
 
-        (void) bsprintf(passwd, sizeof passwd,
-                        "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-                        "sandbox:x:%" PRIu32 ":%" PRIu32 ":sandbox:/home/sandbox:/bin/sh\n"
-                        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
-                        (uint32_t) req->uid, (uint32_t) req->gid);
-        (void) bsprintf(group, sizeof group,
-                        "root:x:0:\ntty:x:5:\nsandbox:x:%" PRIu32 ":\nnogroup:x:65534:\n", (uint32_t) req->gid);
+        mounts_identity_files(req->uid, req->gid, passwd, group);
         if (write_file_at(root_fd, ".passwd", passwd, 0644) < 0 || write_file_at(root_fd, ".group", group, 0644) < 0)
                 FAIL("writing /etc/passwd and /etc/group");
         return 0;
+}
+
+void mounts_identity_files(uid_t uid, gid_t gid, char passwd[static MOUNT_PASSWD_MAX], char group[static MOUNT_GROUP_MAX]) {
+        (void) bsprintf(passwd, MOUNT_PASSWD_MAX,
+                        "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+                        "sandbox:x:%" PRIu32 ":%" PRIu32 ":sandbox:/home/sandbox:/bin/sh\n"
+                        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+                        (uint32_t) uid, (uint32_t) gid);
+        (void) bsprintf(group, MOUNT_GROUP_MAX, "root:x:0:\ntty:x:5:\nsandbox:x:%" PRIu32 ":\nnogroup:x:65534:\n",
+                        (uint32_t) gid);
 }
 
 static int bind_system(const MountPlan *plan, char *detail, size_t size) {

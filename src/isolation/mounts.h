@@ -60,6 +60,12 @@ extern const char *const mount_sandbox_dirs[MOUNT_SANDBOX_DIRS];   /* "workspace
  * DETAIL; RET_FDS is then untouched. */
 int mounts_clone_sandbox_dirs(int fs_fd, int ret_fds[MOUNT_SANDBOX_DIRS], char *detail, size_t size);
 
+/* The synthetic /etc/passwd and /etc/group a sandbox sees: root, the user "sandbox" (UID,
+ * GID, home /home/sandbox) and nobody. Both runtimes use them. */
+#define MOUNT_PASSWD_MAX 512
+#define MOUNT_GROUP_MAX 256
+void mounts_identity_files(uid_t uid, gid_t gid, char passwd[static MOUNT_PASSWD_MAX], char group[static MOUNT_GROUP_MAX]);
+
 typedef struct MountRequest {
         const int *dirs;                    /* MOUNT_SANDBOX_DIRS detached trees, moved into place */
         uid_t uid;

@@ -38,9 +38,29 @@ static void remove_tree(int parent_fd, const char *name) {
         (void) unlinkat(parent_fd, name, AT_REMOVEDIR);
 }
 
+/* The first line the probe command (or bwrap, which reports its failures there) wrote to
+ * stderr, appended to RES's message. */
+static void add_stderr(int fd, ProbeLevelResult *res) {
+        char buf[160], *nl;
+        ssize_t n;
+
+        if (fd < 0)
+                return;
+        n = read(fd, buf, sizeof buf - 1);
+        if (n <= 0)
+                return;
+        buf[n] = '\0';
+        nl = strchr(buf, '\n');
+        if (nl)
+                *nl = '\0';
+        (void) bsprintf(res->message + strlen(res->message), sizeof res->message - strlen(res->message), ": %s", buf);
+}
+
 static int probe_one(Spawner *s, int fs_fd, int null_fd, uid_t uid, const char *key, IsolationLevel level,
                      NetworkMode network, ProbeLevelResult *res) {
         _cleanup_(spawner_exec_unrefp) SpawnerExec *e = NULL;
+        _cleanup_close_ int err_r = -EBADF, err_w = -EBADF;
+        int p[2];
         char *const argv[] = { (char *) "/bin/true", NULL };
         char *const envp[] = { (char *) "PATH=/usr/bin:/bin", NULL };
         LaunchSpec spec = {
@@ -53,7 +73,13 @@ static int probe_one(Spawner *s, int fs_fd, int null_fd, uid_t uid, const char *
         SpawnerExit x;
         int r;
 
+        if (pipe2(p, O_CLOEXEC | O_NONBLOCK) >= 0) {
+                err_r = p[0];
+                err_w = p[1];
+                spec.stderr_fd = err_w;
+        }
         r = spawner_launch(s, &spec, NULL, NULL, &e, &err, NULL);
+        err_w = safe_close(err_w);
         if (r < 0) {
                 (void) strscpy(res->message, sizeof res->message, err.message);
                 return 0;
@@ -67,6 +93,7 @@ static int probe_one(Spawner *s, int fs_fd, int null_fd, uid_t uid, const char *
         if (!x.exited || x.exit_code != 0) {
                 (void) bsprintf(res->message, sizeof res->message, "/bin/true ended with %s %d",
                                 x.exited ? "exit code" : "signal", x.exited ? x.exit_code : x.signal);
+                add_stderr(err_r, res);
                 return 0;
         }
         res->ok = true;

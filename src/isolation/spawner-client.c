@@ -393,6 +393,7 @@ int spawner_start(const SpawnerOptions *opts, Spawner **ret, char *message, size
         (void) close(sv[1]);
 
         r = receive_hello(s, message, message_size);
+        s->info.runtime = opts->runtime;
         if (r >= 0) {
                 sigset_t all, old;
 

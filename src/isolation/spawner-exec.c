@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bwrap.h"
 #include "cgroup-track.h"
 #include "macros.h"
 #include "netns.h"
@@ -257,6 +258,8 @@ static void exec_reaped(Helper *h, Exec *e) {
                 watch(h, e, WATCH_NONE);
                 send_launched(h, e);
         }
+        if (e->bwrap)
+                e->wait_status = bwrap_wait_status(e->wait_status);
         if (e->status_fd >= 0) {
                 int32_t st;
                 /* Our init wrote the main process's real status before it exited. */
@@ -338,6 +341,23 @@ int spawner_helper_signal(Helper *h, Exec *e, int sig) {
 
         if (e->reaped)
                 return -ESRCH;
+        if (e->bwrap) {
+                /* The main process is bwrap's monitor: it does not forward signals, and
+                 * must live to report the command's end. Without a cgroup, signalling it
+                 * is all there is (it dies, and --die-with-parent takes the rest along). */
+                if (sig == SIGKILL) {
+                        if (e->cgroup_fd >= 0)
+                                (void) cgroup_track_kill(e->cgroup_fd);
+                        (void) kill(e->pid, SIGKILL);
+                        e->killed = true;
+                        return 0;
+                }
+                if (e->cgroup_fd >= 0) {
+                        int n = cgroup_track_signal(e->cgroup_fd, sig, e->pid);
+                        return n < 0 ? n : 0;
+                }
+                return kill(e->pid, sig) < 0 ? negative_errno() : 0;
+        }
         if (sig == SIGKILL) {
                 if (e->cgroup_fd >= 0)
                         (void) cgroup_track_kill(e->cgroup_fd);
@@ -456,7 +476,7 @@ static int exec_start(Helper *h, Exec *e, const LaunchSpec *spec, LaunchError *e
                 return launch_error(err, "report pipe", negative_errno());
         e->report_fd = p[0];
         report_w = p[1];
-        if (spec->level >= ISOLATION_LEVEL_STANDARD) {
+        if (spec->level >= ISOLATION_LEVEL_STANDARD && !e->bwrap) {
                 if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
                         return launch_error(err, "status pipe", negative_errno());
                 e->status_fd = p[0];
@@ -522,7 +542,7 @@ int spawner_helper_launch(Helper *h, const SpawnLaunch *m, size_t size, const in
         if (!e)
                 return -ENOMEM;
         *e = (Exec) {
-                .id = m->h.id, .level = spec.level, .ctx = ctx,
+                .id = m->h.id, .level = spec.level, .bwrap = h->plan.runtime == LAUNCH_RUNTIME_BWRAP, .ctx = ctx,
                 .report_fd = -EBADF, .status_fd = -EBADF, .cgroup_fd = -EBADF, .events_fd = -EBADF,
                 .dirs = { -EBADF, -EBADF, -EBADF, -EBADF },
         };

@@ -41,6 +41,7 @@ struct Exec {
         uint64_t id;
         pid_t pid;
         IsolationLevel level;
+        bool bwrap;                         /* pid is bwrap's monitor (LAUNCH_RUNTIME_BWRAP) */
         Context *ctx;
         int report_fd, status_fd, cgroup_fd, events_fd;
         char cgroup_name[32];

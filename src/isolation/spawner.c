@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bwrap.h"
 #include "caps.h"
 #include "cgroup-track.h"
 #include "macros.h"
@@ -295,9 +296,12 @@ _Noreturn void spawner_helper_main(int channel, const SpawnerOptions *opts, pid_
         if (r >= 0)
                 r = netns_open_current(&h->home_netns_fd);
         if (r >= 0) {
-                r = launch_plan_init(&h->plan, opts->mask_paths);
+                r = launch_plan_init(&h->plan, opts->mask_paths, opts->runtime, opts->bwrap_path);
                 h->plan_at = now_monotonic_usec();
-                if (r < 0)
+                if (r < 0 && opts->runtime == LAUNCH_RUNTIME_BWRAP && (r == -ENOENT || r == -EACCES))
+                        (void) bsprintf(hello.message, sizeof hello.message, "runtime bwrap: %s: %s",
+                                        opts->bwrap_path ?: BWRAP_DEFAULT_PATH, strerror(-r));
+                else if (r < 0)
                         (void) bsprintf(hello.message, sizeof hello.message, "preparing launches (seccomp, mounts): %s",
                                         strerror(-r));
         } else

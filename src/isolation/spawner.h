@@ -36,6 +36,12 @@ typedef struct SpawnerOptions {
          * NULL-terminated; only paths under /etc or /usr can be visible anyway. */
         const char *const *mask_paths;
         uint64_t netns_linger_usec;         /* 0 = 30 s */
+        /* SANDBOX_RUNTIME: native (default) or bwrap. With bwrap, each launch child prepares
+         * what only root can (tracking cgroup, network namespace, the sandbox's directories
+         * as fds), drops to the sandbox's identity and execs the unprivileged bubblewrap,
+         * which builds the rest of the sandbox in a user namespace (see bwrap.h). */
+        LaunchRuntime runtime;
+        const char *bwrap_path;             /* NULL = /usr/bin/bwrap */
 } SpawnerOptions;
 
 /* What the helper found at start-up (not the probe: see probe.h). */
@@ -45,6 +51,7 @@ typedef struct SpawnerInfo {
         char cgroup_path[256];              /* where the exec cgroups live, "" if none */
         char cgroup_error[160];             /* why there is no tracking, "" if there is */
         bool clone3;                        /* clone3() available (else clone()) */
+        LaunchRuntime runtime;
 } SpawnerInfo;
 
 /* The end of an exec: the main process's wait status and what the whole tree used. Sent

@@ -57,10 +57,12 @@ def test_concurrent_writers_readers_only_ever_see_whole_versions(client, sandbox
     def writer(w):
         start.wait()
         for r in range(ROUNDS):
+            if failures:
+                return          # fail fast: one broken write is enough to report
             data = version(w, r)
             # Alternate the JSON and the raw write paths.
-            resp = sandbox.files_put(path, data, timeout=30) if (w + r) % 2 else \
-                sandbox.raw_put(path, data, timeout=30)
+            resp = sandbox.files_put(path, data, timeout=15) if (w + r) % 2 else \
+                sandbox.raw_put(path, data, timeout=15)
             if resp.status != 200:
                 fail(f"writer {w} round {r}: {resp.status} {resp.body[:200]!r}")
 
@@ -68,12 +70,12 @@ def test_concurrent_writers_readers_only_ever_see_whole_versions(client, sandbox
     def reader(i):
         start.wait()
         n = 0
-        while not done.is_set() or n < 5:
+        while (not done.is_set() or n < 5) and not failures:
             if n % 2:
-                resp = sandbox.raw_get(path, timeout=30)
+                resp = sandbox.raw_get(path, timeout=15)
                 body = resp.body
             else:
-                resp = sandbox.files_get(path, timeout=30)
+                resp = sandbox.files_get(path, timeout=15)
                 body = base64.b64decode(resp.json()["content_base64"]) if resp.status == 200 else b""
             n += 1
             if resp.status != 200:
@@ -97,7 +99,7 @@ def test_concurrent_writers_readers_only_ever_see_whole_versions(client, sandbox
         t.join(timeout=60)
     assert not any(t.is_alive() for t in threads), "a writer or reader hung"
     assert not failures, "\n".join(failures)
-    assert reads[0] >= READERS * 5
+    assert reads[0] >= READERS * 5 or failures
     final = sandbox.raw_get(path).body
     assert hashlib.sha256(final).hexdigest() in valid
     assert final.startswith(b"writer ")
@@ -140,7 +142,7 @@ def test_resolve_race_on_one_id_yields_one_lifecycle(client):
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=30)
+        t.join(timeout=15)
     assert len(results) == 12
     for r in results:
         assert r.status == 200, r
@@ -154,7 +156,7 @@ def test_busy_path_gets_409_sandbox_busy(daemon_factory):
     c = d.client()
     s = Sandbox.create(c)
     from helpers import build_url
-    conn = c.connection(timeout=30)
+    conn = c.connection(timeout=15)
     total = 4 * 1024 * 1024
     try:
         conn.putrequest("PUT", build_url(f"{s.base}/files/raw", {"path": "held.bin", "generation": s.generation}))

@@ -64,7 +64,6 @@ def test_wrong_types_in_put_get_422(client, sandbox, ws_snapshot, field, value):
     ("files/mkdir", {"path": "d", "parents": 1}),
     ("files/delete", {"path": "keep.txt", "recursive": "no"}),
     ("files/move", {"source": "keep.txt", "destination": 7}),
-    ("files/move", {"source": "keep.txt", "destination": "x", "overwrite": None}),
 ])
 def test_wrong_types_in_post_get_422(client, sandbox, ws_snapshot, route, body):
     body["generation"] = sandbox.generation
@@ -245,7 +244,7 @@ def test_garbage_request_lines_do_not_hurt(client, daemon):
                 b"POST /api/v1/sandboxes/resolve HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
                 b"POST /api/v1/sandboxes/resolve HTTP/1.1\r\nHost: x\r\nContent-Length: 9999999999999999999999\r\n\r\n",
                 b"PUT /api/v1/sandboxes/abc/files HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"):
-        s = socket.create_connection((client.host, client.port), timeout=5)
+        s = socket.create_connection((client.host, client.port), timeout=1)
         try:
             s.sendall(raw)
             try:

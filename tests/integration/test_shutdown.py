@@ -13,6 +13,12 @@ UPLOAD = 8 * 1024 * 1024
 DOWNLOAD = 16 * 1024 * 1024
 
 
+def _wait_upload_started(d, s):
+    """Gives the daemon time to take the upload in (headers parsed, hold taken): only then is it
+    in flight. There is no outside signal for that (the temp file may be an unnamed O_TMPFILE)."""
+    time.sleep(0.5)
+
+
 def _start_upload(c, s, path, total):
     conn = c.connection(timeout=60)
     conn.putrequest("PUT", build_url(f"{s.base}/files/raw", {"path": path, "generation": s.generation}))
@@ -31,25 +37,30 @@ def test_sigterm_lets_in_flight_requests_finish_and_exits_0(daemon_factory):
 
     # An upload half sent, and a download half read, when the signal comes.
     payload = b"u" * UPLOAD
-    up = _start_upload(c, s, "upload.bin", UPLOAD)
-    up.send(payload[:UPLOAD // 2])
-    down = c.connection(timeout=60)
-    down.request("GET", build_url(f"{s.base}/files/raw", {"path": "download.bin", "generation": s.generation}),
-                 headers=c.auth_headers())
-    dresp = down.getresponse()
-    assert dresp.status == 200
-    got = dresp.read(1024 * 1024)
+    up = down = None
+    try:
+        up = _start_upload(c, s, "upload.bin", UPLOAD)
+        up.send(payload[:UPLOAD // 2])
+        _wait_upload_started(d, s)
+        down = c.connection(timeout=60)
+        down.request("GET", build_url(f"{s.base}/files/raw", {"path": "download.bin", "generation": s.generation}),
+                     headers=c.auth_headers())
+        dresp = down.getresponse()
+        assert dresp.status == 200
+        got = dresp.read(1024 * 1024)
 
-    d.signal(signal.SIGTERM)
-    time.sleep(0.5)
-    assert d.alive(), "daemon exited with requests in flight"
+        d.signal(signal.SIGTERM)
+        time.sleep(0.5)
+        assert d.alive(), "daemon exited with requests in flight"
 
-    up.send(payload[UPLOAD // 2:])
-    uresp = up.getresponse()
-    ubody = uresp.read()
-    got += dresp.read()
-    up.close()
-    down.close()
+        up.send(payload[UPLOAD // 2:])
+        uresp = up.getresponse()
+        ubody = uresp.read()
+        got += dresp.read()
+    finally:
+        for conn in (up, down):
+            if conn:
+                conn.close()
     assert uresp.status == 200, ubody
     assert hashlib.sha256(got).digest() == hashlib.sha256(big).digest(), f"download cut short: {len(got)} bytes"
 
@@ -67,17 +78,20 @@ def test_sigterm_refuses_new_connections_or_answers_them(daemon_factory):
     c = d.client()
     s = Sandbox.create(c)
     up = _start_upload(c, s, "held.bin", 1024 * 1024)
-    up.send(b"x" * 1000)
-    d.signal(signal.SIGTERM)
-    time.sleep(0.3)
     try:
-        r = c.get("/health", auth=False, timeout=5)
-        assert r.status in (200, 503), r
-    except OSError:
-        pass            # refused: fine
-    up.send(b"x" * (1024 * 1024 - 1000))
-    assert up.getresponse().status == 200
-    up.close()
+        up.send(b"x" * 1000)
+        _wait_upload_started(d, s)
+        d.signal(signal.SIGTERM)
+        time.sleep(0.3)
+        try:
+            r = c.get("/health", auth=False, timeout=5)
+            assert r.status in (200, 503), r
+        except OSError:
+            pass            # refused: fine
+        up.send(b"x" * (1024 * 1024 - 1000))
+        assert up.getresponse().status == 200
+    finally:
+        up.close()
     assert d.wait(30) == 0
 
 
@@ -97,6 +111,7 @@ def test_second_signal_exits_at_once_without_half_written_file(daemon_factory):
     s = Sandbox.create(c)
     up = _start_upload(c, s, "partial.bin", UPLOAD)
     up.send(b"p" * (UPLOAD // 2))
+    _wait_upload_started(d, s)
     d.signal(signal.SIGTERM)
     time.sleep(0.3)
     assert d.alive()

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Measures the launch path: N serial /bin/true launches through the spawner at one level,
  * with the per-step timings of each, and prints the median of every step.
- * Usage: bench-launch [basic|standard|strict] [N] [none|host]   (as root) */
+ * Usage: bench-launch [basic|standard|strict] [N] [none|host] [native|bwrap]   (as root) */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -38,7 +38,11 @@ int main(int argc, char **argv) {
         int fs_fd, null_fd, r;
         uint64_t *steps[_LAUNCH_T_MAX + 2];
 
+        SpawnerOptions opts = {};
+
         if (argc > 3 && network_mode_from_string(argv[3], &net) < 0)
+                return 2;
+        if (argc > 4 && launch_runtime_from_string(argv[4], &opts.runtime) < 0)
                 return 2;
         if (level == ISOLATION_LEVEL_INVALID || n == 0)
                 return 2;
@@ -53,7 +57,7 @@ int main(int argc, char **argv) {
         fs_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
         null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 
-        r = spawner_start(NULL, &s, msg, sizeof msg);
+        r = spawner_start(&opts, &s, msg, sizeof msg);
         if (r < 0) {
                 fprintf(stderr, "spawner: %s (%s)\n", msg, strerror(-r));
                 return 1;
@@ -99,8 +103,8 @@ int main(int argc, char **argv) {
                 steps[_LAUNCH_T_MAX][i - 5] = x.ended_usec - t.at_usec[LAUNCH_T_EXEC_SEEN];
                 steps[_LAUNCH_T_MAX + 1][i - 5] = end - start;
         }
-        printf("level %s, network %s, %zu serial /bin/true launches, median per step (us):\n",
-               isolation_level_to_string(level), network_mode_to_string(net), n);
+        printf("runtime %s, level %s, network %s, %zu serial /bin/true launches, median per step (us):\n",
+               launch_runtime_to_string(opts.runtime), isolation_level_to_string(level), network_mode_to_string(net), n);
         for (int k = 1; k < _LAUNCH_T_MAX; k++)
                 printf("  %-24s %6llu\n", launch_timing_name(k), (unsigned long long) median(steps[k], n));
         printf("  %-24s %6llu\n", "exec seen -> exit seen", (unsigned long long) median(steps[_LAUNCH_T_MAX], n));

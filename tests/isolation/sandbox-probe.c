@@ -234,6 +234,18 @@ static int cmd_ptrace(void) {
         return 0;
 }
 
+/* PTRACE_ATTACH to our parent (bwrap's monitor or our init, or the spawner), detach again. */
+static int cmd_ptrace_parent(void) {
+        pid_t parent = getppid();
+        long r = ptrace(PTRACE_ATTACH, parent, NULL, NULL);
+
+        if (r == 0) {
+                (void) waitpid(parent, NULL, __WALL);
+                (void) ptrace(PTRACE_DETACH, parent, NULL, NULL);
+        }
+        return result(r);
+}
+
 static int cmd_i386(void) {
         long ret;
 
@@ -346,6 +358,7 @@ int main(int argc, char **argv) {
         if (!strcmp(c, "fssetxattr")) return cmd_fssetxattr(a1);
         if (!strcmp(c, "mknod-dev")) return result(mknod(a1, S_IFCHR | 0666, makedev(1, 3)));
         if (!strcmp(c, "ptrace")) return cmd_ptrace();
+        if (!strcmp(c, "ptrace-parent")) return cmd_ptrace_parent();
         if (!strcmp(c, "personality")) return result(personality(ADDR_NO_RANDOMIZE));
         if (!strcmp(c, "personality-query")) return result(personality(0xffffffff));
         if (!strcmp(c, "i386")) return cmd_i386();

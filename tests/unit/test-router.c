@@ -36,6 +36,11 @@ STUB(handle_files_delete)
 STUB(handle_files_move)
 STUB(handle_files_archive_get)
 STUB(handle_files_archive_put)
+STUB(handle_exec_start)
+STUB(handle_exec_get)
+STUB(handle_exec_output)
+STUB(handle_exec_events)
+STUB(handle_exec_cancel)
 __attribute__((weak)) int upload_files_raw(Request *req, int *ret_fd) { return 0; }
 __attribute__((weak)) int upload_files_archive(Request *req, int *ret_fd) { return 0; }
 
@@ -52,6 +57,7 @@ static void test_every_handler_is_routed_once(void **state) {
                 handle_files_put, handle_files_get, handle_files_raw_get, handle_files_raw_put,
                 handle_files_list, handle_files_stat, handle_files_mkdir, handle_files_delete,
                 handle_files_move, handle_files_archive_get, handle_files_archive_put,
+                handle_exec_start, handle_exec_get, handle_exec_output, handle_exec_events, handle_exec_cancel,
         };
 
         for (size_t h = 0; h < sizeof handlers / sizeof handlers[0]; h++) {
