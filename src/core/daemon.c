@@ -293,10 +293,10 @@ static json_t *isolation_json(const Daemon *d, const SpawnerInfo *info, const Pr
                                                                                   : spawner_error)));
                 (void) json_object_set_new(levels, isolation_level_to_string(l), lj);
         }
-        o = json_pack("{s:s?, s:s, s:o, s:s, s:s, s:i}", "level", isolation_level_to_string(level), "requested",
+        o = json_pack("{s:s?, s:s, s:o, s:s, s:s, s:s, s:I}", "level", isolation_level_to_string(level), "requested",
                       d->config.isolation_level, "levels", levels, "network_mode", network_mode_to_string(net),
-                      "seccomp", level != ISOLATION_LEVEL_INVALID ? "enforced" : "none", "probe_uid",
-                      (int) probe_uid(&d->config));
+                      "runtime", d->config.runtime, "seccomp", level != ISOLATION_LEVEL_INVALID ? "enforced" : "none",
+                      "probe_uid", (json_int_t) probe_uid(&d->config));
         if (!o)
                 return NULL;
         if (net == NETWORK_MODE_HOST)
@@ -338,14 +338,19 @@ static int setup_isolation(Daemon *d, IsolationLevel *ret_level, NetworkMode *re
                 fail("SANDBOX_NETWORK_MODE must be none, isolated or host.");
                 return -EINVAL;
         }
+        if (launch_runtime_from_string(d->config.runtime, &opts.runtime) < 0) {
+                fail("SANDBOX_RUNTIME must be native or bwrap.");
+                return -EINVAL;
+        }
         *ret_net = net;
 
         r = spawner_start(&opts, &d->spawner, msg, sizeof msg);
         if (r < 0) {
-                if (explicit_level) {
-                        fail("SANDBOX_ISOLATION_LEVEL=%s: the launch helper could not start: %s (%s).",
-                             d->config.isolation_level, msg, strerror(-r));
-                        return r;
+                /* An explicit choice that cannot be honoured refuses start-up. */
+                if (explicit_level || opts.runtime != LAUNCH_RUNTIME_NATIVE) {
+                        fail("SANDBOX_ISOLATION_LEVEL=%s, SANDBOX_RUNTIME=%s: the launch helper could not start: %s (%s).",
+                             d->config.isolation_level, d->config.runtime, msg, strerror(-r));
+                        return -EPERM;
                 }
                 log_warning("Commands cannot run on this host: the launch helper could not start: %s (%s).", msg,
                             strerror(-r));
@@ -372,6 +377,11 @@ static int setup_isolation(Daemon *d, IsolationLevel *ret_level, NetworkMode *re
                 level = probe.strongest;
 
         d->isolation_report = isolation_json(d, &info, &probe, level, net, NULL);
+        if (level == ISOLATION_LEVEL_INVALID && opts.runtime != LAUNCH_RUNTIME_NATIVE) {
+                fail("SANDBOX_RUNTIME=%s does not work on this host: %s.", d->config.runtime,
+                     probe.levels[ISOLATION_LEVEL_BASIC].message);
+                return -EPERM;
+        }
         if (level == ISOLATION_LEVEL_INVALID) {
                 log_warning("No isolation level works on this host (basic: %s); commands are refused.",
                             probe.levels[ISOLATION_LEVEL_BASIC].message);
@@ -383,8 +393,9 @@ static int setup_isolation(Daemon *d, IsolationLevel *ret_level, NetworkMode *re
                 log_emit(LOG_LEVEL_INFO,
                          json_pack("{s:s, s:s, s:s, s:b}", "event", "isolation", "level", isolation_level_to_string(level),
                                    "network_mode", network_mode_to_string(net), "cgroup_tracking", info.cgroup_tracking),
-                         "Isolation level %s (requested %s), network %s, tree tracking by %s", isolation_level_to_string(level),
-                         d->config.isolation_level, network_mode_to_string(net),
+                         "Isolation level %s (requested %s), runtime %s, network %s, tree tracking by %s",
+                         isolation_level_to_string(level), d->config.isolation_level, d->config.runtime,
+                         network_mode_to_string(net),
                          info.cgroup_tracking ? "cgroup v2" : "PID namespace");
         *ret_level = level;
         return 0;

@@ -407,10 +407,18 @@ int exec_engine_new(Daemon *d, const ExecEngineOptions *opts, ExecEngine **ret, 
         (void) pthread_cond_init(&e->idle, &attr);
         (void) pthread_condattr_destroy(&attr);
 
-        r = exec_key_load(d->data_fd, e->key);
+        uint8_t key[EXEC_KEY_SIZE];
+        r = exec_key_load(d->data_fd, key);
         if (r < 0) {
                 (void) bsprintf(errbuf, errlen, "Cannot read or create %s/exec_key: %s.", d->data_dir,
                                 r == -EBADMSG ? "it does not hold exactly 32 bytes" : strerror(-r));
+                exec_engine_free(e);
+                return r;
+        }
+        r = exec_hmac_new(key, &e->hmac);
+        explicit_zero(key, sizeof key);
+        if (r < 0) {
+                (void) bsprintf(errbuf, errlen, "Cannot set up HMAC-SHA256 (OpenSSL): %s.", strerror(-r));
                 exec_engine_free(e);
                 return r;
         }
@@ -457,7 +465,7 @@ void exec_engine_free(ExecEngine *e) {
                 }
         safe_close(e->execs_fd);
         safe_close(e->null_fd);
-        explicit_zero(e->key, sizeof e->key);
+        exec_hmac_free(e->hmac);
         (void) pthread_cond_destroy(&e->idle);
         (void) pthread_mutex_destroy(&e->lock);
         free(e);

@@ -6,7 +6,6 @@
 #include <openssl/core_names.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -158,36 +157,52 @@ static int env_order(const ExecFingerprintInput *in, size_t *order) {
         return 0;
 }
 
-/* Fetching the algorithm costs more than hashing a command: once per process. */
-static EVP_MAC *hmac_alg;
-static pthread_once_t hmac_once = PTHREAD_ONCE_INIT;
+struct ExecHmac {
+        EVP_MAC_CTX *keyed;                 /* initialised with the key, never updated */
+};
 
-static void hmac_fetch(void) {
-        hmac_alg = EVP_MAC_fetch(NULL, "HMAC", NULL);
-}
-
-int exec_fingerprint(const uint8_t key[EXEC_KEY_SIZE], const ExecFingerprintInput *in,
-                     char ret[EXEC_FINGERPRINT_HEX + 1]) {
-        static const char hex[] = "0123456789abcdef";
-        size_t order[EXEC_ENV_MAX], outlen = 0;
-        unsigned char out[EVP_MAX_MD_SIZE];
+int exec_hmac_new(const uint8_t key[EXEC_KEY_SIZE], ExecHmac **ret) {
         char digest[] = "SHA256";
         OSSL_PARAM params[] = {
                 OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
                 OSSL_PARAM_construct_end(),
         };
+        EVP_MAC *mac;
+        ExecHmac *h;
+
+        h = calloc(1, sizeof *h);
+        if (!h)
+                return -ENOMEM;
+        mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+        if (mac)
+                h->keyed = EVP_MAC_CTX_new(mac);
+        EVP_MAC_free(mac);
+        if (!h->keyed || EVP_MAC_init(h->keyed, key, EXEC_KEY_SIZE, params) != 1) {
+                exec_hmac_free(h);
+                return -EIO;
+        }
+        *ret = h;
+        return 0;
+}
+
+void exec_hmac_free(ExecHmac *h) {
+        if (!h)
+                return;
+        EVP_MAC_CTX_free(h->keyed);
+        free(h);
+}
+
+int exec_fingerprint(const ExecHmac *h, const ExecFingerprintInput *in, char ret[EXEC_FINGERPRINT_HEX + 1]) {
+        static const char hex[] = "0123456789abcdef";
+        size_t order[EXEC_ENV_MAX], outlen = 0;
+        unsigned char out[EVP_MAX_MD_SIZE];
         Mac m = {};
 
-        if (!in || in->envc > EXEC_ENV_MAX || (in->argc > 0 && !in->argv))
+        if (!h || !in || in->envc > EXEC_ENV_MAX || (in->argc > 0 && !in->argv))
                 return -EINVAL;
-        (void) pthread_once(&hmac_once, hmac_fetch);
-        if (!hmac_alg)
-                return -EIO;
-        m.ctx = EVP_MAC_CTX_new(hmac_alg);
+        m.ctx = EVP_MAC_CTX_dup(h->keyed);
         if (!m.ctx)
                 return -ENOMEM;
-        if (EVP_MAC_init(m.ctx, key, EXEC_KEY_SIZE, params) != 1)
-                m.error = -EIO;
 
         mac_str(&m, FINGERPRINT_DOMAIN);
         mac_u64(&m, in->argc);

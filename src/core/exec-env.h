@@ -45,11 +45,16 @@ typedef struct ExecFingerprintInput {
         bool output_base64;
 } ExecFingerprintInput;
 
-/* HMAC-SHA256 under KEY over a canonical, length-prefixed encoding of IN, as lowercase hex.
- * Keyed so that the values of env variables (secrets) cannot be brute-forced from the
- * fingerprints stored in the database. */
-int exec_fingerprint(const uint8_t key[EXEC_KEY_SIZE], const ExecFingerprintInput *in,
-                     char ret[EXEC_FINGERPRINT_HEX + 1]);
+/* HMAC-SHA256 keyed with the worker's exec key, prepared once: each fingerprint then
+ * starts from a copy of the keyed state (no algorithm lookup, no key schedule per exec). */
+typedef struct ExecHmac ExecHmac;
+int exec_hmac_new(const uint8_t key[EXEC_KEY_SIZE], ExecHmac **ret);
+void exec_hmac_free(ExecHmac *h);
+
+/* HMAC-SHA256 over a canonical, length-prefixed encoding of IN, as lowercase hex. Keyed
+ * so that the values of env variables (secrets) cannot be brute-forced from the
+ * fingerprints stored in the database. Thread-safe. */
+int exec_fingerprint(const ExecHmac *h, const ExecFingerprintInput *in, char ret[EXEC_FINGERPRINT_HEX + 1]);
 
 /* Reads DATA/exec_key (exactly EXEC_KEY_SIZE bytes, root, 0600), creating it with random
  * bytes on first start. -EBADMSG if it has the wrong size. */

@@ -49,7 +49,7 @@ struct ExecEngine {
         Admission *admission;
         int execs_fd;                       /* DATA/execs: spool files */
         int null_fd;                        /* /dev/null: stdin without stdin */
-        uint8_t key[EXEC_KEY_SIZE];
+        ExecHmac *hmac;                     /* keyed with DATA/exec_key */
         PumpTimer prune_timer;
 
         pthread_mutex_t lock;               /* everything below, and every Exec's mutable state */

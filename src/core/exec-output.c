@@ -35,6 +35,7 @@ struct ExecPump {
         PumpCall *calls_head, *calls_tail;
         PumpTimer **heap;
         size_t heap_len, heap_cap;
+        usec_t planned;                     /* the pump wakes by then at the latest */
         bool stopping;
 
         char buf[READ_CHUNK];               /* pump thread only */
@@ -261,7 +262,9 @@ bool exec_pump_timer_arm(ExecPump *p, PumpTimer *t, usec_t when) {
         t->when = when;
         heap_set(p, p->heap_len++, t);
         heap_up(p, p->heap_len - 1);
-        earliest = t->index == 1;
+        /* Wake the pump only if it would sleep past this timer: a deadline minutes away
+         * (every exec has one) costs no wake-up. */
+        earliest = t->index == 1 && when < p->planned;
         (void) pthread_mutex_unlock(&p->lock);
         if (earliest)
                 wake(p);
@@ -279,16 +282,19 @@ bool exec_pump_timer_disarm(ExecPump *p, PumpTimer *t) {
         return was;
 }
 
-/* Milliseconds until the first timer (rounded up), or -1. */
+#define PUMP_MAX_SLEEP_MSEC 60000
+
+/* Milliseconds until the first timer (rounded up), at most a minute. */
 static int next_timeout(ExecPump *p) {
         usec_t now = now_monotonic_usec(), when;
-        int ms = -1;
+        int ms = PUMP_MAX_SLEEP_MSEC;
 
         (void) pthread_mutex_lock(&p->lock);
         if (p->heap_len > 0) {
                 when = p->heap[0]->when;
-                ms = when <= now ? 0 : (int) MIN((when - now + 999) / 1000, (usec_t) 60000);
+                ms = when <= now ? 0 : (int) MIN((when - now + 999) / 1000, (usec_t) PUMP_MAX_SLEEP_MSEC);
         }
+        p->planned = now + (usec_t) ms * USEC_PER_MSEC;
         (void) pthread_mutex_unlock(&p->lock);
         return ms;
 }

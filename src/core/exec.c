@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,7 +15,6 @@
 #include "fileio.h"
 #include "json-util.h"
 #include "log.h"
-#include "random-util.h"
 #include "resolve.h"
 #include "string-util.h"
 #include "workspace.h"
@@ -900,6 +900,28 @@ static void queue_timeout(PumpTimer *t) {
 
 /* ---- start ---- */
 
+/* Ids that only need to be unique, from the kernel directly: OpenSSL's per-thread
+ * generators cost more than the rest of the exec's set-up on a cold HTTP thread. */
+static int random_id(char *buf, size_t bufsz, size_t nbytes) {
+        static const char hex[] = "0123456789abcdef";
+        uint8_t raw[32];
+        ssize_t n;
+
+        if (nbytes > sizeof raw || bufsz < 2 * nbytes + 1)
+                return -EINVAL;
+        do
+                n = getrandom(raw, nbytes, 0);
+        while (n < 0 && errno == EINTR);
+        if (n != (ssize_t) nbytes)
+                return n < 0 ? -errno : -EIO;
+        for (size_t i = 0; i < nbytes; i++) {
+                buf[2 * i] = hex[raw[i] >> 4];
+                buf[2 * i + 1] = hex[raw[i] & 15];
+        }
+        buf[2 * nbytes] = '\0';
+        return 0;
+}
+
 static int prepare_payload(Exec *x, const ExecRequest *req) {
         ExecEngine *e = x->engine;
         _cleanup_json_ json_t *argv = json_array(), *keys = json_array();
@@ -1020,12 +1042,12 @@ int exec_start(ExecEngine *e, const Principal *p, const ExecRequest *req, Exec *
                 .stdin_data = req->stdin_data, .stdin_size = req->stdin_size,
                 .output_base64 = req->output_base64,
         };
-        r = exec_fingerprint(e->key, &fin, fingerprint);
+        r = exec_fingerprint(e->hmac, &fin, fingerprint);
         if (r >= 0)
-                r = random_hex(exec_uid, sizeof exec_uid, OPAQUE_ID_LEN / 2);
+                r = random_id(exec_uid, sizeof exec_uid, OPAQUE_ID_LEN / 2);
         if (r >= 0 && !eid) {
                 char hex[25];
-                r = random_hex(hex, sizeof hex, 12);
+                r = random_id(hex, sizeof hex, 12);
                 if (r >= 0)
                         (void) bsprintf(generated, sizeof generated, "exec-%s", hex);
                 eid = generated;
@@ -1035,11 +1057,9 @@ int exec_start(ExecEngine *e, const Principal *p, const ExecRequest *req, Exec *
                 return r;
         }
 
-        usec_t T1 = now_monotonic_usec();
         r = exec_get_sandbox(e, p, req->sandbox_id, req->generation, true, &sb, err);
         if (r < 0)
                 return r;
-        usec_t T2 = now_monotonic_usec();
 
         x = exec_alloc(e);
         if (!x) {
@@ -1100,10 +1120,7 @@ int exec_start(ExecEngine *e, const Principal *p, const ExecRequest *req, Exec *
         e->registered++;
         (void) pthread_mutex_unlock(&e->lock);
 
-        usec_t T3 = now_monotonic_usec();
         r = prepare_payload(x, req);
-        usec_t T4 = now_monotonic_usec();
-        log_debug("TMP fp %llu get %llu reg %llu payload %llu", (unsigned long long)(T1-t0), (unsigned long long)(T2-T1), (unsigned long long)(T3-T2), (unsigned long long)(T4-T3));
         if (r < 0) {
                 error_fill_internal(err, r, "preparing the command");
                 exec_complete(x, err, NULL);
@@ -1111,20 +1128,20 @@ int exec_start(ExecEngine *e, const Principal *p, const ExecRequest *req, Exec *
                 return 0;
         }
 
-        /* Armed before entering, so that a grant racing with us always finds it. */
-        timer_arm(x, &x->queue_timer, now_monotonic_usec() + c->admission_timeout_seconds * USEC_PER_SEC);
         r = admission_enter(e->admission, &x->adm);
-        if (r != 0)
-                timer_disarm(x, &x->queue_timer);
         if (r == 1) {
                 (void) pthread_mutex_lock(&e->lock);
                 x->admitted = true;
                 (void) pthread_mutex_unlock(&e->lock);
                 exec_launch(x);
         } else if (r == 0) {
+                /* Queued. A grant may already have come (then no timer: it is admitted). */
                 (void) pthread_mutex_lock(&e->lock);
-                if (x->phase == EXEC_PHASE_PENDING)
+                if (!x->admitted && x->phase == EXEC_PHASE_PENDING) {
                         x->phase = EXEC_PHASE_QUEUED;
+                        timer_arm(x, &x->queue_timer,
+                                  now_monotonic_usec() + c->admission_timeout_seconds * USEC_PER_SEC);
+                }
                 (void) pthread_mutex_unlock(&e->lock);
         } else {
                 Error e2 = ERROR_INIT;

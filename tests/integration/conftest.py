@@ -4,6 +4,7 @@ data directory. A module-scoped daemon serves most tests; `daemon_factory` start
 tests that restart, kill or reconfigure it. Every daemon is stopped by its pid (SIGTERM, then
 SIGKILL), and its stderr is checked: no token, no sanitizer report."""
 
+import atexit
 import os
 import re
 import secrets
@@ -35,6 +36,27 @@ def clean_env(extra=None):
 
 class DaemonError(Exception):
     pass
+
+
+# Every daemon process this session started, so none outlives it: on SIGTERM (e.g. the `timeout`
+# around pytest in scripts/test) pytest unwinds as on Ctrl-C and runs the fixture teardowns, and
+# whatever is still running at exit is killed by its pid.
+_LIVE = set()
+
+
+def _on_sigterm(signum, frame):
+    raise KeyboardInterrupt("SIGTERM")
+
+
+def _kill_leftovers():
+    for proc in list(_LIVE):
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+signal.signal(signal.SIGTERM, _on_sigterm)
+atexit.register(_kill_leftovers)
 
 
 class Daemon:
@@ -77,6 +99,7 @@ class Daemon:
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
                                          start_new_session=True)
+        _LIVE.add(self.proc)
         deadline = time.monotonic() + START_TIMEOUT
         while True:
             m = LISTEN_RE.search(self.stdout())

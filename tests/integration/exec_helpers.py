@@ -13,6 +13,18 @@ import time
 
 from helpers import assert_ok, build_url, unique_id
 
+# SANDLOOM_TEST_RUNTIME=bwrap runs this suite's daemons on the bwrap runtime (SANDBOX_RUNTIME);
+# conftest strips SANDBOX_* from the test's environment, so it is passed explicitly.
+RUNTIME_ENV = {"SANDBOX_RUNTIME": os.environ["SANDLOOM_TEST_RUNTIME"]} if os.environ.get("SANDLOOM_TEST_RUNTIME") else {}
+
+
+def denv(settings=None):
+    """A daemon environment: the runtime under test plus SETTINGS ({name: value})."""
+    env = dict(RUNTIME_ENV)
+    env.update(settings or {})
+    return env
+
+
 FINAL_STATUSES = {"SUCCEEDED", "FAILED", "TIMED_OUT", "CANCELLED", "WORKER_LOST"}
 ALL_STATUSES = FINAL_STATUSES | {"RUNNING"}
 
@@ -335,13 +347,17 @@ def pid_alive(pid):
 
 
 def find_uid_process(uid, needle, timeout=10.0):
-    """Host pid of a (non-zombie) process of UID whose command line contains NEEDLE."""
+    """Host pid of a (non-zombie) process of UID whose command line contains NEEDLE. A launcher
+    process (bwrap runtime: its command line holds the whole command) is never the one."""
     deadline = time.monotonic() + timeout
     while True:
         for p in uid_pids(uid):
             try:
                 with open(f"/proc/{p}/cmdline", "rb") as f:
                     cmd = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
+                with open(f"/proc/{p}/comm") as f:
+                    if f.read().strip() == "bwrap":
+                        continue
             except OSError:
                 continue
             if needle in cmd and pid_alive(p):

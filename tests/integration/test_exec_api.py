@@ -10,10 +10,12 @@ import time
 import pytest
 
 from helpers import API, Sandbox, assert_error, assert_ok, quote, sandbox_fs_dir
-from exec_helpers import (RECORD_FIELDS, brief, cancel, exec_id, get_exec, get_output, post_exec, run, sh,
+from exec_helpers import (denv, RECORD_FIELDS, brief, cancel, exec_id, get_exec, get_output, post_exec, run, sh,
                           signal_of, wait_exec)
 
 TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
+
+DAEMON_ENV = denv()
 
 
 # --- the record -----------------------------------------------------------------------------------

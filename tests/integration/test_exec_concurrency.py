@@ -7,8 +7,10 @@ import threading
 import time
 
 from helpers import Sandbox, assert_error, assert_ok
-from exec_helpers import (brief, cancel, exec_id, in_thread, post_exec, run, wait_exec, wait_running,
+from exec_helpers import (denv, brief, cancel, exec_id, in_thread, post_exec, run, wait_exec, wait_running,
                           assert_no_uid_processes)
+
+DAEMON_ENV = denv()
 
 
 def _parallel(n, fn):
@@ -97,7 +99,7 @@ def test_foreground_scope_conflict_while_it_runs(sandbox):
 
 
 def test_parallel_cap_per_sandbox_is_429(daemon_factory):
-    d = daemon_factory(env={"SANDBOX_MAX_PARALLEL_EXECS_PER_SANDBOX": "2"})
+    d = daemon_factory(env=denv({"SANDBOX_MAX_PARALLEL_EXECS_PER_SANDBOX": "2"}))
     c = d.client()
     s, other = Sandbox.create(c), Sandbox.create(c)
     ids = [exec_id() for _ in range(2)]
@@ -114,9 +116,22 @@ def test_parallel_cap_per_sandbox_is_429(daemon_factory):
     wait_exec(s, ids[1])
 
 
+def wait_queued(c, n, timeout=20):
+    """Waits until /healthz (execs.queued) counts N queued exec requests."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        hz = assert_ok(c.get("/healthz"))
+        last = hz.get("execs") or {}
+        if last.get("queued") == n:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"/healthz never showed {n} queued exec(s): {last!r}")
+
+
 def test_worker_admission_cap_queues_then_503(daemon_factory):
-    d = daemon_factory(env={"SANDBOX_MAX_RUNNING_EXECS": "2", "SANDBOX_ADMISSION_QUEUE_LENGTH": "1",
-                            "SANDBOX_ADMISSION_TIMEOUT_SECONDS": "2"})
+    d = daemon_factory(env=denv({"SANDBOX_MAX_RUNNING_EXECS": "2", "SANDBOX_ADMISSION_QUEUE_LENGTH": "1",
+                            "SANDBOX_ADMISSION_TIMEOUT_SECONDS": "2"}))
     c = d.client()
     boxes = [Sandbox.create(c) for _ in range(4)]
     running = []
@@ -132,7 +147,7 @@ def test_worker_admission_cap_queues_then_503(daemon_factory):
     assert 1.0 <= waited < 15, f"queued request answered after {waited:.2f}s (admission timeout 2 s)"
     # While one waits in the queue (length 1), another gets 503 at once.
     queued = in_thread(post_exec, boxes[2], ["/bin/echo", "queued"])
-    time.sleep(0.5)
+    wait_queued(c, 1)
     t0 = time.monotonic()
     r = post_exec(boxes[3], ["/bin/true"])
     assert_error(r, 503, "SANDBOX_WORKER_BUSY")
@@ -140,7 +155,7 @@ def test_worker_admission_cap_queues_then_503(daemon_factory):
     assert_error(queued.get(30), 503, "SANDBOX_WORKER_BUSY")
     # A queued request is admitted when a slot frees.
     queued = in_thread(post_exec, boxes[2], ["/bin/echo", "admitted"])
-    time.sleep(0.3)
+    wait_queued(c, 1)
     assert_ok(cancel(*running[0]))
     rec = assert_ok(queued.get(30))
     assert rec["status"] == "SUCCEEDED" and rec["stdout"] == "admitted\n", brief(rec)
@@ -150,8 +165,8 @@ def test_worker_admission_cap_queues_then_503(daemon_factory):
 
 
 def test_200_parked_execs_do_not_starve_health(daemon_factory):
-    d = daemon_factory(env={"SANDBOX_MAX_RUNNING_EXECS": "256", "SANDBOX_MAX_PARALLEL_EXECS_PER_SANDBOX": "16",
-                            "SANDBOX_HTTP_THREADS": "4"})
+    d = daemon_factory(env=denv({"SANDBOX_MAX_RUNNING_EXECS": "256", "SANDBOX_MAX_PARALLEL_EXECS_PER_SANDBOX": "16",
+                            "SANDBOX_HTTP_THREADS": "4"}))
     c = d.client()
     boxes = [Sandbox.create(c) for _ in range(20)]
     n = 200

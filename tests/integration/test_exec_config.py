@@ -9,12 +9,14 @@ import pytest
 
 from conftest import DaemonError
 from helpers import Sandbox, assert_ok
-from exec_helpers import assert_no_uid_processes, brief, run, sh
+from exec_helpers import denv, assert_no_uid_processes, brief, run, sh
+
+DAEMON_ENV = denv()
 
 
 def test_output_cap_default_timeout_and_grace_are_configurable(daemon_factory):
-    d = daemon_factory(env={"SANDBOX_MAX_OUTPUT_BYTES": "4096", "SANDBOX_DEFAULT_TIMEOUT_SECONDS": "1",
-                            "SANDBOX_TERMINATE_GRACE_SECONDS": "1"})
+    d = daemon_factory(env=denv({"SANDBOX_MAX_OUTPUT_BYTES": "4096", "SANDBOX_DEFAULT_TIMEOUT_SECONDS": "1",
+                            "SANDBOX_TERMINATE_GRACE_SECONDS": "1"}))
     s = Sandbox.create(d.client())
     rec = sh(s, "head -c 10000 /dev/zero | tr '\\0' x; echo tail >&2", timeout_seconds=30)
     assert rec["truncated"] is True and rec["stdout"] == "x" * 4096 and rec["stdout_bytes"] == 10000, brief(rec)
@@ -32,7 +34,7 @@ def test_output_cap_default_timeout_and_grace_are_configurable(daemon_factory):
 @pytest.mark.parametrize("env", [{"SANDBOX_ISOLATION_LEVEL": "paranoid"}, {"SANDBOX_NETWORK_MODE": "bridge"},
                                  {"SANDBOX_MAX_RUNNING_EXECS": "0"}, {"SANDBOX_TERMINATE_GRACE_SECONDS": "-1"}])
 def test_bad_exec_settings_refuse_start_up(daemon_factory, env):
-    d = daemon_factory(env=env, run=False)
+    d = daemon_factory(env=denv(env), run=False)
     with pytest.raises(DaemonError) as e:
         d.start()
     name = next(iter(env))
@@ -41,7 +43,7 @@ def test_bad_exec_settings_refuse_start_up(daemon_factory, env):
 
 @pytest.mark.parametrize("level", ["basic", "standard", "strict"])
 def test_explicit_level_is_reported_in_force(daemon_factory, level):
-    d = daemon_factory(env={"SANDBOX_ISOLATION_LEVEL": level, "SANDBOX_NETWORK_MODE": "isolated"})
+    d = daemon_factory(env=denv({"SANDBOX_ISOLATION_LEVEL": level, "SANDBOX_NETWORK_MODE": "isolated"}))
     iso = assert_ok(d.client().get("/healthz"))["isolation"]
     assert iso["level"] == level and iso.get("network_mode") == "none", iso
     s = Sandbox.create(d.client())

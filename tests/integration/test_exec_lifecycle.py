@@ -8,13 +8,15 @@ import os
 import signal
 import time
 
-from helpers import Sandbox, assert_ok
-from exec_helpers import (assert_no_uid_processes, brief, cancel, children_of, describe_pids, exec_id,
+from helpers import Sandbox, assert_ok, wait_until
+from exec_helpers import (denv, assert_no_uid_processes, brief, cancel, children_of, describe_pids, exec_id,
                           find_uid_process, get_exec, in_thread, post_exec, run, sh, uid_pids,
                           wait_exec, wait_running)
 
 GRACE = 5          # SANDBOX_TERMINATE_GRACE_SECONDS default
 SLACK = 5
+
+DAEMON_ENV = denv()
 
 
 # --- timeouts -------------------------------------------------------------------------------------
@@ -173,7 +175,7 @@ def test_background_server_is_reachable_from_the_same_sandbox_only(client):
 # --- daemon restarts ------------------------------------------------------------------------------
 
 def test_kill9_with_execs_running_then_restart(daemon_factory):
-    d = daemon_factory(env={"SANDBOX_NETNS_LINGER_SECONDS": "1"})
+    d = daemon_factory(env=denv({"SANDBOX_NETNS_LINGER_SECONDS": "1"}))
     c = d.client()
     s = Sandbox.create(c)
     other = Sandbox.create(c)
@@ -221,7 +223,7 @@ def test_kill9_with_execs_running_then_restart(daemon_factory):
 
 
 def test_graceful_shutdown_lets_a_short_exec_finish(daemon_factory):
-    d = daemon_factory(env={"SANDBOX_SHUTDOWN_GRACE_SECONDS": "10"})
+    d = daemon_factory(env=denv({"SANDBOX_SHUTDOWN_GRACE_SECONDS": "10"}))
     s = Sandbox.create(d.client())
     eid = exec_id()
     fg = in_thread(run, s, ["/bin/sh", "-c", "sleep 2; echo finished"], exec_id=eid)
@@ -237,8 +239,17 @@ def test_graceful_shutdown_lets_a_short_exec_finish(daemon_factory):
     assert assert_ok(get_exec(s, eid))["status"] == "SUCCEEDED"
 
 
+def _health_text(c):
+    """The GET /health body ("ok" / "stopping"), or None once the daemon no longer answers."""
+    try:
+        r = c.request("GET", "/health", auth=False, timeout=5)
+    except OSError:
+        return None
+    return r.body.decode().strip()
+
+
 def test_graceful_shutdown_refuses_new_execs_and_kills_after_the_grace(daemon_factory):
-    d = daemon_factory(env={"SANDBOX_SHUTDOWN_GRACE_SECONDS": "2"})
+    d = daemon_factory(env=denv({"SANDBOX_SHUTDOWN_GRACE_SECONDS": "2"}))
     c = d.client()
     s = Sandbox.create(c)
     bg, fg_id = exec_id(), exec_id()
@@ -248,7 +259,7 @@ def test_graceful_shutdown_refuses_new_execs_and_kills_after_the_grace(daemon_fa
     wait_running(s, fg_id)
     t0 = time.monotonic()
     d.signal(signal.SIGTERM)
-    time.sleep(0.5)
+    wait_until(lambda: _health_text(c) in ("stopping", None), timeout=10)
     if d.alive():
         try:
             r = post_exec(s, ["/bin/true"], exec_scope="new", timeout=10)

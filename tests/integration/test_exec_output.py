@@ -9,10 +9,12 @@ import hashlib
 import time
 
 from helpers import assert_error, assert_ok
-from exec_helpers import (MAX_OUTPUT, brief, cancel, check_sse_order, collect_sse, exec_id, get_exec, get_output,
+from exec_helpers import (denv, MAX_OUTPUT, brief, cancel, check_sse_order, collect_sse, exec_id, get_exec, get_output,
                           run, sh, sse_events, sse_exec, stream_text, wait_exec, wait_running)
 
 ALL_BYTES = bytes(range(256)) * 4
+
+DAEMON_ENV = denv()
 
 
 # --- stdin ----------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from datetime import datetime
 
 import pytest
 
-from helpers import (API, assert_error, assert_ok, normalized, read_tar, make_tar, sandbox_fs_dir, tree)
+from helpers import (API, assert_error, assert_ok, normalized, read_tar, make_tar, sandbox_fs_dir, snapshot, tree)
 
 DAEMON_ENV = {"SANDBOX_MAX_FILE_API_BYTES": "65536", "SANDBOX_MAX_LIST_LIMIT": "10000"}
 MAX_FILE = 65536
@@ -235,16 +235,18 @@ def error_code_in(resp, codes):
         return False
 
 
-def test_write_through_symlink_to_host_stays_inside(sandbox, daemon, tmp_path):
-    outside = tmp_path / "outside-dir"
-    outside.mkdir()
-    os.chmod(outside, 0o777)
+def test_write_through_symlink_to_host_stays_inside(sandbox, daemon, decoy):
+    decoy_path, marker = decoy
+    before = snapshot(decoy_path)
     ws = host(daemon, sandbox, "/workspace")
-    os.symlink(str(outside), os.path.join(ws, "out-link"))
-    r = sandbox.files_put("out-link/planted.txt", b"x")
-    assert r.status != 200 or not (outside / "planted.txt").exists()
-    assert not (outside / "planted.txt").exists(), "a write followed a symlink out of the sandbox"
-    assert r.status in (200, 400, 404), r
+    os.symlink(decoy_path, os.path.join(ws, "out-link"))
+    for r in (sandbox.files_put("out-link/planted.txt", b"x"), sandbox.files_put("out-link/file.txt", b"x"),
+              sandbox.raw_put("out-link/raw.txt", b"x"), sandbox.mkdir("out-link/newdir"),
+              sandbox.delete("out-link/sub", recursive=True), sandbox.move("out-link/file.txt", "stolen.txt")):
+        assert r.status in (200, 400, 404), r
+        assert marker.encode() not in r.body
+    assert snapshot(decoy_path) == before, "a call followed a symlink out of the sandbox"
+    assert_error(sandbox.files_get("stolen.txt"), 404, "SANDBOX_FILE_NOT_FOUND")
 
 
 # --- list / stat ---

@@ -20,7 +20,7 @@ import pytest
 
 from helpers import Sandbox, assert_ok, make_tar, sandbox_fs_dir, snapshot, wait_until
 
-ROUNDS = 60
+ROUNDS = 150
 # Names that exist in the decoy: an extraction that followed the link would overwrite canaries.
 OVERWRITE_TAR = make_tar([{"name": "file.txt", "data": b"overwritten"}, {"name": "inner.txt", "data": b"over"}])
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -125,3 +125,32 @@ def test_static_symlinks_to_decoy_are_refused_for_every_operation(client, daemon
         assert marker.encode() not in r.body and b"canary-" not in r.body, r
     assert snapshot(decoy_path) == before
     assert not os.path.exists(os.path.join(ws, "stolen.txt"))
+
+
+def test_race_harness_catches_a_naive_resolver(tmp_path, decoy):
+    """Positive control for the race test: the same swapper and canary check, aimed at a resolver
+    that simply opens root/path (following symlinks), catches it reading a canary. So the race
+    test above is able to fail."""
+    decoy_path, marker = decoy
+    ws = tmp_path / "ws"
+    (ws / "victim").mkdir(parents=True)
+    (ws / "victim" / "file.txt").write_bytes(b"real file")
+    os.symlink(decoy_path, ws / ".alt-abs")
+    os.symlink(decoy_path, ws / ".alt-rel")
+    swapper = subprocess.Popen([sys.executable, os.path.join(HERE, "swapper.py"), str(ws), ".alt-abs", ".alt-rel"],
+                               stdout=subprocess.PIPE, text=True)
+    caught = False
+    try:
+        assert swapper.stdout.readline().strip() == "ready"
+        for _ in range(20000):
+            try:
+                with open(os.path.join(ws, "victim/file.txt"), "rb") as f:     # the naive resolver
+                    if marker.encode() in f.read():
+                        caught = True
+                        break
+            except OSError:
+                pass
+    finally:
+        swapper.send_signal(signal.SIGTERM)
+        swapper.communicate(timeout=20)
+    assert caught, "the swapper never exposed the decoy to a naive resolver"

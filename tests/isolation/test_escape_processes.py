@@ -78,7 +78,7 @@ def test_another_sandboxs_processes_cannot_be_seen_signalled_or_traced(lvl):
     wait_exec(b, victim)
 
 
-INIT_AND_FDS = r'''
+INIT_AND_FDS = r"""
 import fcntl
 leaked = []
 for fd in range(3, 4096):
@@ -89,16 +89,50 @@ for fd in range(3, 4096):
         pass
 say("leaked_fds=" + ",".join(map(str, leaked)))
 say("tty_stdio=" + ",".join(str(os.isatty(f)) for f in (0, 1, 2)))
-say("list_init_fd=" + attempt(os.listdir, "/proc/1/fd"))
-say("init_environ=" + attempt(lambda: open("/proc/1/environ", "rb").read()))
+HARMLESS = ("/dev/null", "anon_inode:[eventfd]", "anon_inode:[signalfd]")
+def init_fds():
+    try:
+        names = os.listdir("/proc/1/fd")
+    except OSError as e:
+        return ename(e.errno)
+    bad = []
+    for n in names:
+        try:
+            t = os.readlink("/proc/1/fd/" + n)
+        except OSError as e:
+            t = ename(e.errno)
+        if not (t.startswith("pipe:") or t in HARMLESS):
+            bad.append(n + "->" + t)
+    return "readable-clean" if not bad else "LEAK:" + ",".join(bad)
+def init_environ():
+    try:
+        data = open("/proc/1/environ", "rb").read()
+    except OSError as e:
+        return ename(e.errno)
+    return "readable-empty" if not data else "LEAK:%d bytes" % len(data)
+def init_root():
+    try:
+        names = sorted(os.listdir("/proc/1/root/"))
+    except OSError as e:
+        return ename(e.errno)
+    return "same-as-ours" if names == sorted(os.listdir("/")) else "OTHER:" + ",".join(names)
+say("list_init_fd=" + init_fds())
+say("init_environ=" + init_environ())
 say("init_mem=" + attempt(lambda: open("/proc/1/mem", "rb").read(1)))
-say("init_root=" + attempt(os.listdir, "/proc/1/root/"))
+say("init_root=" + init_root())
 if os.path.isdir("/proc/self"):
     say("init_comm=" + open("/proc/1/comm").read().strip())
-    say("init_cmdline=" + open("/proc/1/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace").strip())
+    say("init_cmdline=" + repr(open("/proc/1/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace"))[1:-1])
     say("self_fds=" + ",".join(sorted(os.listdir("/proc/self/fd"))))
     say("pids=" + ",".join(sorted(p for p in os.listdir("/proc") if p.isdigit())))
-'''
+"""
+
+
+def init_is_bwrap(lvl):
+    """With the bwrap runtime at standard+, pid 1 is bwrap's own init: dumpable, so its /proc
+    entries are readable. It holds nothing (checked below), runs under the same seccomp filter
+    without capabilities; the native runtime's init is non-dumpable instead."""
+    return lvl.runtime == "bwrap" and lvl.rank >= 2
 
 
 def test_proc_1_and_leaked_fds(lvl):
@@ -108,6 +142,9 @@ def test_proc_1_and_leaked_fds(lvl):
     if lvl.rank == 1:
         want.update({"list_init_fd": "errno=ENOENT", "init_environ": "errno=ENOENT", "init_mem": "errno=ENOENT",
                      "init_root": "errno=ENOENT"})
+    elif init_is_bwrap(lvl):
+        want.update({"list_init_fd": "readable-clean", "init_environ": "readable-empty", "init_mem": "errno=EIO",
+                     "init_root": "same-as-ours", "init_comm": "bwrap", "self_fds": "0,1,2,3", "pids": "1,2"})
     else:
         want.update({"list_init_fd": "errno=EACCES", "init_environ": "errno=EACCES", "init_mem": "errno=EACCES",
                      "init_root": "errno=EACCES", "init_comm": "sandloom-init", "self_fds": "0,1,2,3",
@@ -117,7 +154,7 @@ def test_proc_1_and_leaked_fds(lvl):
         # /proc/PID/cmdline is readable without ptrace access: the init, forked from the daemon,
         # must not show the daemon's command line (its data directory, listen address, flags).
         cmdline = res.get("init_cmdline", "")
-        for leak in (lvl.data_dir, "--data-dir", "--listen", "serve"):
+        for leak in (lvl.data_dir, "--data-dir", "--listen", "sandloom serve"):
             assert leak not in cmdline, f"/proc/1/cmdline shows the daemon's command line: {cmdline!r}"
 
 
@@ -146,10 +183,14 @@ def test_sandbox_processes_hold_no_daemon_fds(lvl):
     bad = {}
     for pid in uid_pids(s.uid):
         with open(f"/proc/{pid}/comm") as f:
-            is_init = f.read().strip() == "sandloom-init"
+            comm = f.read().strip()
+        is_init = comm == "sandloom-init"
         extra_pipes = 0
         for fd, target in sorted(_fd_targets(pid).items()):
             ok_target = target.startswith("pipe:") or target == "/dev/null"
+            # bwrap's own monitor processes (bwrap runtime) wait on these: internal, not the daemon's.
+            if comm == "bwrap" and target in ("anon_inode:[eventfd]", "anon_inode:[signalfd]"):
+                continue
             # Our init (standard+) holds exactly one more fd: the pipe its main child's status goes to.
             if is_init and fd > 2 and target.startswith("pipe:") and extra_pipes == 0:
                 extra_pipes += 1
@@ -215,7 +256,9 @@ def test_private_proc_is_not_a_way_out(lvl):
     and no kernel memory or log; basic has no /proc at all."""
     if lvl.rank == 1:                       # an empty, read-only /proc directory
         res, rec = attack(lvl.sandbox(), PROC_KNOBS)
-        expect(res, {"write_proc_sys": "errno=ENOENT", "write_core_pattern": "errno=ENOENT", "sysrq": "errno=EROFS",
+        # sysrq: creating a file in an empty read-only /proc (EROFS), or no /proc at all (ENOENT)
+        assert res.get("sysrq") in ("errno=EROFS", "errno=ENOENT"), res
+        expect(res, {"write_proc_sys": "errno=ENOENT", "write_core_pattern": "errno=ENOENT",
                      "kcore": "errno=ENOENT", "kmsg": "errno=ENOENT", "self_status_control": "errno=ENOENT"}, rec)
         return
     with open("/proc/sys/kernel/core_pattern") as f:
@@ -229,3 +272,55 @@ def test_private_proc_is_not_a_way_out(lvl):
                  "self_status_control": "ok"}, rec)
     with open("/proc/sys/kernel/core_pattern") as f:
         assert f.read() == core_pattern
+
+
+FD_WALK = r'''
+decoy_rel = sys.argv[1].lstrip("/")
+reached, walked = [], 0
+if os.path.isdir("/proc"):
+    for p in sorted(x for x in os.listdir("/proc") if x.isdigit()):
+        for sub in ("fd", "cwd", "root"):
+            base = "/proc/%s/%s" % (p, sub)
+            try:
+                names = os.listdir(base) if sub == "fd" else [""]
+            except OSError:
+                continue
+            for n in names:
+                link = base + ("/" + n if n else "")
+                walked += 1
+                for rel in (decoy_rel, "../" * 12 + decoy_rel):
+                    try:
+                        with open(os.path.join(link, rel, "file.txt"), "rb") as f:
+                            reached.append("%s -> %s: %r" % (link, rel, f.read(40)))
+                    except OSError:
+                        pass
+say("walked=" + str(walked))
+say("reached=" + "; ".join(reached))
+# PTRACE_SEIZE: full ptrace access without stopping pid 1 (a stopped init would hang the exec)
+r = lc("ptrace", ctypes.c_long(0x4206), ctypes.c_long(1), None, None)
+if r == "ok":                           # then pid 1 must be no more than we are
+    st = dict(l.split(":", 1) for l in open("/proc/1/status").read().splitlines() if ":" in l)
+    r = "ok-unprivileged" if (st["CapEff"].strip() == "0" * 16 and st["NoNewPrivs"].strip() == "1" and
+                               st["Seccomp"].strip() == "2") else "ok-PRIVILEGED"
+say("ptrace_init=" + r)
+'''
+
+
+def test_no_magic_link_in_proc_reaches_the_host(lvl, decoy):
+    """Every /proc/*/{fd/*,cwd,root} the sandbox can see is tried as a way to the host's
+    filesystem (the decoy directory, world-readable, by its host path): none may lead there.
+    The init (pid 1 at standard+) must not be ptrace-able, or (bwrap) be no more privileged
+    than the sandbox itself."""
+    dpath, mark = decoy
+    s = lvl.sandbox()
+    # Positive control: the sandbox uid could read the canary on the host, were it reachable.
+    import subprocess
+    r = subprocess.run(["/bin/cat", os.path.join(dpath, "file.txt")], user=s.uid, group=s.uid, extra_groups=[],
+                       capture_output=True, timeout=10)
+    assert r.returncode == 0 and mark.encode() in r.stdout
+    res, rec = attack(s, FD_WALK, dpath)
+    assert res.get("reached") == "", f"the host filesystem is reachable through /proc magic links: {res.get('reached')}"
+    if lvl.rank >= 2:
+        assert int(res.get("walked", "0")) > 0, res
+    # basic: pid 1 is the host's init (root): EPERM too. bwrap's init: see init_is_bwrap().
+    expect(res, {"ptrace_init": "ok-unprivileged" if init_is_bwrap(lvl) and lvl.rank < 3 else "errno=EPERM"}, rec)

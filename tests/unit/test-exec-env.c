@@ -121,7 +121,11 @@ static void fp_init(Fp *f) {
 }
 
 static void fp(const uint8_t *key, const ExecFingerprintInput *in, char out[EXEC_FINGERPRINT_HEX + 1]) {
-        assert_int_equal(exec_fingerprint(key, in, out), 0);
+        ExecHmac *h = NULL;
+
+        assert_int_equal(exec_hmac_new(key, &h), 0);
+        assert_int_equal(exec_fingerprint(h, in, out), 0);
+        exec_hmac_free(h);
         assert_int_equal(strlen(out), EXEC_FINGERPRINT_HEX);
         assert_int_equal(strspn(out, "0123456789abcdef"), EXEC_FINGERPRINT_HEX);
 }
@@ -177,6 +181,21 @@ static void test_fingerprint_changes_with_every_field(void **state) {
         f.argv[1] = "ohi";
         fp(key_a, &f.in, other);
         assert_string_not_equal(base, other);
+}
+
+static void test_fingerprint_is_the_same_from_one_keyed_state_many_times(void **state) {
+        char a[65], b[65];
+        ExecHmac *h = NULL;
+        Fp f;
+
+        fp_init(&f);
+        assert_int_equal(exec_hmac_new(key_a, &h), 0);
+        assert_int_equal(exec_fingerprint(h, &f.in, a), 0);
+        assert_int_equal(exec_fingerprint(h, &f.in, b), 0);
+        assert_string_equal(a, b);
+        exec_hmac_free(h);
+        fp(key_a, &f.in, b);
+        assert_string_equal(a, b);
 }
 
 static void test_fingerprint_depends_on_the_key(void **state) {
@@ -273,6 +292,7 @@ int main(void) {
                 cmocka_unit_test(test_env_name_rule),
                 cmocka_unit_test(test_fingerprint_is_stable_and_ignores_env_order),
                 cmocka_unit_test(test_fingerprint_changes_with_every_field),
+                cmocka_unit_test(test_fingerprint_is_the_same_from_one_keyed_state_many_times),
                 cmocka_unit_test(test_fingerprint_depends_on_the_key),
                 cmocka_unit_test(test_exec_key_is_created_once_with_mode_0600),
                 cmocka_unit_test(test_complete_text_is_taken_whole),
