@@ -22,6 +22,7 @@
 #include "bwrap.h"
 #include "caps.h"
 #include "cgroup-track.h"
+#include "fileio.h"
 #include "macros.h"
 #include "netns.h"
 #include "parse-util.h"
@@ -258,6 +259,42 @@ static void reset_process(Helper *h) {
         }
 }
 
+/* The helper is a fork of the daemon: its argument and environment strings are the daemon's
+ * (the binary's path, the data directory, maybe SANDBOX_INTERNAL_TOKEN). Every launch child,
+ * and at standard+ the sandbox's init, is a fork of the helper, and /proc/PID/cmdline is
+ * readable without ptrace access. So overwrite both areas in place, once. */
+static void wipe_inherited_strings(void) {
+        _cleanup_free_ char *stat = NULL;
+        unsigned long long v[4] = {};
+        const char *p;
+        int r;
+
+        (void) clearenv();
+        r = read_full_file_at(AT_FDCWD, "/proc/self/stat", 4096, &stat, NULL);
+        if (r < 0)
+                return;
+        p = strrchr(stat, ')');
+        if (!p)
+                return;
+        /* Fields after the command name, starting with field 3 (state): arg_start is 48. */
+        for (unsigned field = 3; *p && field <= 51; field++) {
+                p = strchr(p, ' ');
+                if (!p)
+                        return;
+                p++;
+                if (field >= 48)
+                        v[field - 48] = strtoull(p, NULL, 10);
+        }
+        if (v[1] > v[0] && v[1] - v[0] < (1u << 24)) {
+                static const char title[] = "sandloom-spawner";
+                size_t n = (size_t) (v[1] - v[0]);
+                memset((void *) (uintptr_t) v[0], 0, n);
+                memcpy((void *) (uintptr_t) v[0], title, MIN(sizeof title, n) - 1);
+        }
+        if (v[3] > v[2] && v[3] - v[2] < (1u << 24))
+                memset((void *) (uintptr_t) v[2], 0, (size_t) (v[3] - v[2]));
+}
+
 _Noreturn void spawner_helper_main(int channel, const SpawnerOptions *opts, pid_t daemon_pid) {
         static Helper helper;
         Helper *h = &helper;
@@ -284,6 +321,7 @@ _Noreturn void spawner_helper_main(int channel, const SpawnerOptions *opts, pid_
         (void) prctl(PR_SET_PDEATHSIG, SIGUSR2, 0, 0, 0);
         if (getppid() != daemon_pid)
                 _exit(EXIT_FAILURE);
+        wipe_inherited_strings();
         reset_process(h);
 
         sigemptyset(&mask);
