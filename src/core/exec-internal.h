@@ -116,6 +116,20 @@ struct Exec {
 
 /* exec.c */
 Exec *exec_alloc(ExecEngine *e);
+void exec_free_payload(Exec *x);
+/* Timers hold a reference to X while armed. */
+void exec_timer_arm(Exec *x, PumpTimer *t, usec_t when);
+void exec_timer_disarm(Exec *x, PumpTimer *t);
+/* Callbacks of a launched exec: the spawner's reader thread (exit), the pump (output). */
+void exec_on_spawner_exit(SpawnerExec *sx, const SpawnerExit *exit, void *userdata);
+void exec_on_output_data(ExecOutput *o);
+void exec_on_output_eof(ExecOutput *o);
+/* Pump calls; each takes over the reference exec_call() passed. */
+void exec_check_end_call(void *userdata);
+void exec_terminate_call(void *userdata);
+void exec_notify_call(void *userdata);
+
+/* exec-launch.c */
 void exec_launch(Exec *x);
 /* Ends X without a process: with ERR (may be NULL) as the answer and/or REC (taken; may be
  * NULL) as its record. Any thread. */

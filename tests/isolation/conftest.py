@@ -19,7 +19,11 @@ daemon_factory = level_daemon._ic.daemon_factory   # and its extra-daemon fixtur
 def iso(request):
     runtime, level = request.param
     base = tempfile.mkdtemp(prefix=f"sandloom-escape-{runtime}-{level}-")
-    d, hz = start_level_daemon(base, runtime, level)
+    try:
+        d, hz = start_level_daemon(base, runtime, level)
+    except BaseException:                   # skipped or failed: leave nothing behind
+        shutil.rmtree(base, ignore_errors=True)
+        raise
     it = Iso(d, runtime, level, hz)
     yield it
     problems = finish_daemons([d])
