@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <linux/openat2.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,6 +43,10 @@ static const char *const stage_names[] = { "workspace", "home", "cache", "envs",
 #define MAX_PASS (STAGED + MOUNT_MASKS_MAX + 8)
 #define MAX_NUMS (32 + MOUNT_MASKS_MAX * 2)
 #define NUM_LEN 24
+
+/* What bwrap's execvp() searches without a PATH in the spec's environment: as launch.c's
+ * (a superset of glibc's default, so never a false "not found"). */
+#define DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 
 int bwrap_find(const char *path, char *ret_path, size_t size) {
         struct stat st;
@@ -84,6 +91,7 @@ typedef struct Child {
         size_t argc;
         char nums[MAX_NUMS][NUM_LEN];   /* storage for the numbers in argv */
         size_t n_nums;
+        const char *cmd_path;           /* the PATH bwrap's execvp() will search */
 
         char detail[160];
         LaunchReport report;
@@ -447,6 +455,8 @@ static int step_prepare(Child *c) {
         for (size_t i = 0; spec->envp && spec->envp[i]; i++) {
                 char *eq = strchr(spec->envp[i], '=');      /* validated: NAME=value */
                 *eq = '\0';                                 /* our own copy of the spec */
+                if (streq(spec->envp[i], "PATH"))
+                        c->cmd_path = eq + 1;               /* bwrap's setenv: the last wins */
                 arg(c, "--setenv");
                 arg(c, spec->envp[i]);
                 arg(c, eq + 1);
@@ -520,6 +530,165 @@ static int step_signals(Child *c) {
         return 0;
 }
 
+/* ---- the command, looked up as bwrap's execvp() will inside the sandbox ---- */
+
+/* An unknown command would end as bwrap's own "execvp: No such file" and exit code 1; the
+ * native launcher fails its "exec" step instead (127 or 126 to the engine). So, as the
+ * sandbox's uid and right before bwrap, look the command up where the child sees the
+ * sandbox's paths: the host's for the system directories, the staged ones for the four
+ * sandbox directories. Only a certain miss fails the launch: every doubt (a symlink, "..",
+ * /proc, /dev, an unexpected error) lets bwrap run it and answer for itself. */
+
+#define FIND_MAYBE 1                    /* not a certain miss: bwrap decides */
+
+static bool has_dotdot(const char *path) {
+        for (const char *p = path; (p = strstr(p, "..")); p += 2)
+                if ((p == path || p[-1] == '/') && (p[2] == '\0' || p[2] == '/'))
+                        return true;
+        return false;
+}
+
+/* The component of PATH (absolute, no "..") after its slashes: NAME, then REST (its
+ * slashes included) if it matches. */
+static const char *after_top(const char *path, const char *name) {
+        size_t n = strlen(name);
+
+        path += strspn(path, "/");
+        if (strncmp(path, name, n) != 0 || (path[n] != '\0' && path[n] != '/'))
+                return NULL;
+        return path + n;
+}
+
+/* Opens the sandbox's PATH (absolute, normalized enough) as O_PATH in *RET_FD. Returns 0,
+ * a certain miss as -ENOENT/-ENOTDIR/-EACCES, or FIND_MAYBE. */
+static int find_open(Child *c, int root_fd, const char *path, unsigned depth, int *ret_fd) {
+        struct open_how how = {
+                .flags = O_PATH | O_CLOEXEC,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+        };
+        const char *rest = NULL, *first;
+        int dir_fd = -EBADF, fd;
+
+        if (path[0] != '/' || has_dotdot(path) || depth > 4)
+                return FIND_MAYBE;
+        first = path + strspn(path, "/");
+
+        for (size_t i = 0; i < MOUNT_SANDBOX_DIRS && !rest; i++)
+                if ((rest = after_top(path, mount_sandbox_dirs[i])))
+                        dir_fd = c->staged[i];
+        if (!rest && ((rest = after_top(path, "usr")) || (rest = after_top(path, "etc")))) {
+                dir_fd = root_fd;
+                rest = first;           /* the same path on the host */
+        }
+        for (size_t i = 0; i < ELEMENTSOF(c->plan->mounts.top) && !rest; i++) {
+                const MountTop *t = &c->plan->mounts.top[i];
+                char buf[PATH_MAX];
+
+                if (t->kind == MOUNT_TOP_ABSENT || !(rest = after_top(path, t->name)))
+                        continue;
+                if (t->kind == MOUNT_TOP_DIR) {
+                        dir_fd = root_fd;
+                        rest = first;
+                        break;
+                }
+                /* bwrap's --symlink: the same target, followed from "/". */
+                if (bsprintf(buf, sizeof buf, "%s%s%s", t->target[0] == '/' ? "" : "/", t->target, rest) < 0)
+                        return FIND_MAYBE;
+                return find_open(c, root_fd, buf, depth + 1, ret_fd);
+        }
+        if (!rest) {
+                /* /proc and /dev hold magic links (/proc/self/exe, /dev/fd/N); anything
+                 * else is bwrap's fresh root, /tmp or /dev/shm: nothing there yet. A path
+                 * spelled unusually ("/./workspace", "/home//sandbox") is not judged. */
+                if (after_top(path, "proc") || after_top(path, "dev") || strstr(path, "//") ||
+                    strstr(path, "/./") || endswith(path, "/."))
+                        return FIND_MAYBE;
+                return -ENOENT;
+        }
+
+        rest += strspn(rest, "/");
+        fd = (int) syscall(SYS_openat2, dir_fd, *rest ? rest : ".", &how, sizeof how);
+        if (fd < 0) {
+                if (errno == ENOENT || errno == ENOTDIR || errno == EACCES)
+                        return -errno;
+                return FIND_MAYBE;      /* ELOOP (a symlink), EXDEV, EAGAIN, ENOSYS... */
+        }
+        *ret_fd = fd;
+        return 0;
+}
+
+/* As execve() would answer for PATH: 0 (or FIND_MAYBE) if it may run. */
+static int find_exec(Child *c, int root_fd, const char *path) {
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+        int r;
+
+        r = find_open(c, root_fd, path, 0, &fd);
+        if (r != 0)
+                return r;
+        if (fstat(fd, &st) < 0)
+                return FIND_MAYBE;
+        if (!S_ISREG(st.st_mode))
+                return -EACCES;
+        /* As the sandbox's uid already: its permissions, and the mount's noexec. */
+        if (faccessat(fd, "", X_OK, AT_EACCESS | AT_EMPTY_PATH) < 0)
+                return errno == EACCES ? -EACCES : FIND_MAYBE;
+        return 0;
+}
+
+/* DIR/NAME, DIR relative to the working directory if it is. */
+static int find_join(Child *c, char *buf, size_t size, const char *dir, size_t dir_len, const char *name) {
+        const char *cwd = c->spec->cwd ?: "/workspace";
+
+        if (dir_len > 0 && dir[0] == '/')
+                return bsprintf(buf, size, "%.*s/%s", (int) dir_len, dir, name);
+        if (dir_len == 0)
+                return bsprintf(buf, size, "%s/%s", cwd, name);
+        return bsprintf(buf, size, "%s/%.*s/%s", cwd, (int) dir_len, dir, name);
+}
+
+static int step_find_command(Child *c) {
+        _cleanup_close_ int root_fd = -EBADF;
+        const char *name = c->spec->argv[0], *p;
+        char buf[PATH_MAX];
+        int best = -ENOENT, fd, r;
+
+        if (isempty(name))
+                return 0;
+        root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root_fd < 0)
+                return 0;
+        /* bwrap enters the working directory first: if that fails, it says so itself. */
+        fd = -EBADF;
+        r = find_open(c, root_fd, c->spec->cwd ?: "/workspace", 0, &fd);
+        (void) safe_close(fd);
+        if (r < 0)
+                return 0;
+        (void) strscpy(c->detail, sizeof c->detail, name);
+
+        if (strchr(name, '/')) {
+                if (name[0] == '/')
+                        r = find_exec(c, root_fd, name);
+                else
+                        r = find_join(c, buf, sizeof buf, "", 0, name) < 0 ? FIND_MAYBE : find_exec(c, root_fd, buf);
+                return r > 0 ? 0 : r;
+        }
+        for (p = c->cmd_path ?: DEFAULT_PATH;; ) {
+                const char *end = strchrnul(p, ':');
+
+                if (find_join(c, buf, sizeof buf, p, (size_t) (end - p), name) < 0)
+                        return 0;
+                r = find_exec(c, root_fd, buf);
+                if (r >= 0)
+                        return 0;
+                if (r == -EACCES)
+                        best = r;       /* execvp() goes on, and answers EACCES at the end */
+                if (*end == '\0')
+                        return best;
+                p = end + 1;
+        }
+}
+
 typedef struct BwrapStep {
         const char *name;
         int (*run)(Child *c);
@@ -544,7 +713,8 @@ static const BwrapStep steps[] = {
         { "set parent-death signal",   step_parent_death,    -1 },
         { "set up stdio",              step_stdio,           -1 },
         { "close stray fds",           step_close_stray,     LAUNCH_T_STDIO },
-        { "reset signal mask",         step_signals,         LAUNCH_T_SECCOMP },   /* last before bwrap */
+        { "reset signal mask",         step_signals,         LAUNCH_T_SECCOMP },
+        { "exec",                      step_find_command,    -1 },                 /* last before bwrap */
 };
 
 _noreturn_ void bwrap_child_main(const LaunchPlan *plan, const LaunchJob *job, bool into_cgroup) {
@@ -560,6 +730,7 @@ _noreturn_ void bwrap_child_main(const LaunchPlan *plan, const LaunchJob *job, b
         c.bwrap_fd = -EBADF;
         c.into_cgroup = into_cgroup;
         c.n_pass = c.argc = c.n_nums = 0;
+        c.cmd_path = NULL;
         c.argv[0] = NULL;
         c.report = (LaunchReport) {};
         c.report.at_usec[LAUNCH_T_CHILD_START] = now_usec();

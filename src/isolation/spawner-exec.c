@@ -15,6 +15,7 @@
 #include "cgroup-track.h"
 #include "macros.h"
 #include "netns.h"
+#include "parse-util.h"
 #include "spawner-internal.h"
 #include "string-util.h"
 
@@ -233,6 +234,10 @@ static void exec_finish(Helper *h, Exec *e) {
         uint64_t cpu = 0;
         bool send;
 
+        /* Killed orphans (basic level) are zombies of ours until reaped: not even those
+         * may be left when the end is reported. Reaped first: an orphan of the tree (bwrap's
+         * init, which reaped the command) brings its peak RSS along. */
+        collect(h);
         m.cpu_usec = (uint64_t) e->ru.ru_utime.tv_sec * USEC_PER_SEC + (uint64_t) e->ru.ru_utime.tv_usec +
                      (uint64_t) e->ru.ru_stime.tv_sec * USEC_PER_SEC + (uint64_t) e->ru.ru_stime.tv_usec;
         if (e->cgroup_fd >= 0 && cgroup_track_cpu_usec(e->cgroup_fd, &cpu) >= 0 && cpu > m.cpu_usec)
@@ -240,9 +245,6 @@ static void exec_finish(Helper *h, Exec *e) {
         m.max_rss_bytes = (uint64_t) e->ru.ru_maxrss * 1024;
         m.ended_usec = now_monotonic_usec();
         send = !e->failed;
-        /* Killed orphans (basic level) are zombies of ours until reaped: not even those
-         * may be left when the end is reported. */
-        collect(h);
         /* Its cgroup goes first: when the daemon hears of the end, nothing of it is left. */
         exec_free(h, e);
         if (send)
@@ -303,24 +305,78 @@ static void on_report(Helper *h, Exec *e) {
                 (void) cgroup_track_kill(e->cgroup_fd);
 }
 
-/* Collects every child that ended: orphans we are subreaper for are just reaped; the main
- * processes of execs are marked and queued for spawner_helper_reap(). Safe to call from
- * anywhere: it changes nothing else. */
+/* The exec whose tracking cgroup holds (or held) the ended orphan PID, not yet reaped:
+ * /proc/PID/cgroup still names it while PID is a zombie. */
+static Exec *orphan_owner(Helper *h, pid_t pid) {
+        _cleanup_close_ int fd = -EBADF;
+        char path[64], buf[512], *line, *nl, *name;
+        uint64_t id;
+        ssize_t n;
+        Exec *e;
+
+        if (h->cgroup_root_fd < 0)
+                return NULL;
+        (void) bsprintf(path, sizeof path, "/proc/%d/cgroup", (int) pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return NULL;
+        n = read(fd, buf, sizeof buf - 1);
+        if (n <= 0)
+                return NULL;
+        buf[n] = '\0';
+        line = startswith(buf, "0::") ? buf : strstr(buf, "\n0::");
+        if (!line)
+                return NULL;
+        line += line == buf ? 3 : 4;
+        nl = strchr(line, '\n');
+        if (nl)
+                *nl = '\0';
+        /* .../<context>/x<id> */
+        name = strrchr(line, '/');
+        if (!name || name[1] != 'x' || parse_u64(name + 2, &id) < 0)
+                return NULL;
+        e = spawner_helper_exec_by_id(h, id);
+        if (!e || e->cgroup_fd < 0 || !streq(name + 1, e->cgroup_name))
+                return NULL;
+        *name = '\0';
+        name = strrchr(line, '/');
+        if (!name || !streq(name + 1, e->ctx->cgroup_name))
+                return NULL;
+        return e;
+}
+
+/* Collects every child that ended: orphans we are subreaper for are just reaped (their
+ * peak RSS counted for the exec whose tree they were in); the main processes of execs
+ * are marked and queued for spawner_helper_reap(). Safe to call from anywhere: it changes
+ * nothing else. */
 static void collect(Helper *h) {
         for (;;) {
+                siginfo_t si = {};
                 struct rusage ru;
                 int status;
-                pid_t pid = wait4(-1, &status, WNOHANG, &ru);
-                Exec *e;
+                pid_t pid;
+                long maxrss;
+                Exec *e, *owner = NULL;
 
+                /* Who ended, before it is reaped and its cgroup forgotten. */
+                if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid <= 0)
+                        return;
+                e = spawner_helper_exec_by_pid(h, si.si_pid);
+                if (!e)
+                        owner = orphan_owner(h, si.si_pid);
+                pid = wait4(si.si_pid, &status, WNOHANG, &ru);
                 if (pid <= 0)
                         return;
-                e = spawner_helper_exec_by_pid(h, pid);
+                if (owner && ru.ru_maxrss > owner->ru.ru_maxrss)
+                        owner->ru.ru_maxrss = ru.ru_maxrss;
                 if (!e || e->reaped)
                         continue;
                 e->reaped = true;
                 e->wait_status = status;
+                maxrss = e->ru.ru_maxrss;       /* an orphan's, if one came first */
                 e->ru = ru;
+                if (maxrss > e->ru.ru_maxrss)
+                        e->ru.ru_maxrss = maxrss;
                 e->reaped_next = h->reaped;
                 h->reaped = e;
         }
