@@ -385,12 +385,15 @@ int handle_files_stat(Request *req) {
         return reply_json(req, 200, o);
 }
 
-int handle_files_mkdir(Request *req) {
+/* mkdir and delete: a path, one boolean flag, one operation that changes the tree. */
+typedef int (*PathFlagOp)(SandboxHandle *h, const char *path, bool flag, Error *e);
+
+static int handle_path_flag_op(Request *req, const char *flag_name, PathFlagOp op, const char *what) {
         _cleanup_(files_call_done) FilesCall c;
         _cleanup_(sandbox_handle_closep) SandboxHandle *h = NULL;
         const char *raw_path = NULL;
         char canon[PATH_MAX];
-        bool parents = false;
+        bool flag = false;
         Error e = ERROR_INIT;
         json_t *body;
         int r;
@@ -403,52 +406,28 @@ int handle_files_mkdir(Request *req) {
                 return reply_error(req, &e);
         if (field_string(&c.v, body, "path", true, 1, PATH_FIELD_MAX, &raw_path))
                 check_path(&c, "body", "path", raw_path, true, canon);
-        (void) field_bool(&c.v, body, "parents", false, &parents);
+        (void) field_bool(&c.v, body, flag_name, false, &flag);
         if (reply_if_invalid(req, &c))
                 return 0;
 
         r = open_sandbox(req, &c, HOLD_FILE_WRITE, canon, NULL, &h, &e);
         if (r < 0)
                 return reply_failure(req, &e, r, "opening the sandbox");
-        r = files_mkdir(h, canon, parents, &e);
+        r = op(h, canon, flag, &e);
         if (r < 0)
-                return reply_failure(req, &e, r, "creating the directory");
+                return reply_failure(req, &e, r, what);
         sandbox_handle_touch(h);
         return reply_ok_path(req, canon);
+}
+
+int handle_files_mkdir(Request *req) {
+        return handle_path_flag_op(req, "parents", files_mkdir, "creating the directory");
 }
 
 /* ------------------------------------------------------------- delete, move --- */
 
 int handle_files_delete(Request *req) {
-        _cleanup_(files_call_done) FilesCall c;
-        _cleanup_(sandbox_handle_closep) SandboxHandle *h = NULL;
-        const char *raw_path = NULL;
-        char canon[PATH_MAX];
-        bool recursive = false;
-        Error e = ERROR_INIT;
-        json_t *body;
-        int r;
-
-        files_call_init(&c, req);
-        if (reply_if_invalid(req, &c))
-                return 0;
-        body = body_common(req, &c, &e);
-        if (!body)
-                return reply_error(req, &e);
-        if (field_string(&c.v, body, "path", true, 1, PATH_FIELD_MAX, &raw_path))
-                check_path(&c, "body", "path", raw_path, true, canon);
-        (void) field_bool(&c.v, body, "recursive", false, &recursive);
-        if (reply_if_invalid(req, &c))
-                return 0;
-
-        r = open_sandbox(req, &c, HOLD_FILE_WRITE, canon, NULL, &h, &e);
-        if (r < 0)
-                return reply_failure(req, &e, r, "opening the sandbox");
-        r = files_delete(h, canon, recursive, &e);
-        if (r < 0)
-                return reply_failure(req, &e, r, "deleting");
-        sandbox_handle_touch(h);
-        return reply_ok_path(req, canon);
+        return handle_path_flag_op(req, "recursive", files_delete, "deleting");
 }
 
 int handle_files_move(Request *req) {
