@@ -4,6 +4,7 @@
 
 #include "config.h"
 #include "daemon.h"
+#include "doctor.h"
 
 /* `sandloom <command> [args]`: one binary, subcommands in a table. */
 
@@ -14,6 +15,10 @@ static int cmd_serve(int argc, char **argv) {
 static int cmd_config_doc(int argc, char **argv) {
         config_print_markdown(stdout);
         return 0;
+}
+
+static int cmd_doctor(int argc, char **argv) {
+        return doctor_main(argc, argv);
 }
 
 static int cmd_version(int argc, char **argv) {
@@ -27,6 +32,7 @@ static const struct {
         const char *help;
 } commands[] = {
         { "serve", cmd_serve, "Run the daemon (see `sandloom serve --help`)." },
+        { "doctor", cmd_doctor, "Check whether this host can run the daemon (see `sandloom doctor --help`)." },
         { "config-doc", cmd_config_doc, "Print the configuration reference (docs/CONFIGURATION.md) as Markdown." },
         { "version", cmd_version, "Print the version." },
 };

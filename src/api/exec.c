@@ -12,6 +12,7 @@
 
 #include "base64.h"
 #include "exec-env.h"
+#include "disk.h"
 #include "exec.h"
 #include "files.h"
 #include "handlers.h"
@@ -501,6 +502,9 @@ int handle_exec_start(Request *req) {
         if (error_is_set(&c.cwd_error))
                 return reply_error(req, &c.cwd_error);
 
+        r = disk_admit(req_daemon(req)->disk, req_principal(req)->tenant, c.r.sandbox_id, &e);
+        if (r < 0)
+                return reply_error(req, &e);
         r = exec_start(engine(req), req_principal(req), &c.r, &x, &e);
         if (r < 0)
                 return reply_failure(req, &e, r, "starting the exec");

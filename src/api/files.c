@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base64.h"
+#include "disk.h"
 #include "files.h"
 #include "handlers.h"
 #include "json-util.h"
@@ -113,6 +114,22 @@ static int open_sandbox(Request *req, FilesCall *c, HoldKind kind, const char *p
         return sandbox_open(req_daemon(req), req_principal(req), c->id, c->generation, kind, path, path2, ret, e);
 }
 
+/* For what makes the sandbox's data grow (writes, uploads, mkdir; not delete or move): the
+ * disk watermarks and the sandbox's quota, checked once the sandbox is open. */
+static int open_for_growth(Request *req, FilesCall *c, const char *path, SandboxHandle **ret, Error *e) {
+        _cleanup_(sandbox_handle_closep) SandboxHandle *h = NULL;
+        int r;
+
+        r = open_sandbox(req, c, HOLD_FILE_WRITE, path, NULL, &h, e);
+        if (r < 0)
+                return r;
+        r = disk_admit(req_daemon(req)->disk, h->record.owner, h->record.sandbox_id, e);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(h);
+        return 0;
+}
+
 static json_t *body_common(Request *req, FilesCall *c, Error *e) {
         json_t *body = req_json(req, e);
 
@@ -187,7 +204,7 @@ int handle_files_put(Request *req) {
                 return reply_validation(req, &c.v);
         }
 
-        r = open_sandbox(req, &c, HOLD_FILE_WRITE, canon, NULL, &h, &e);
+        r = open_for_growth(req, &c, canon, &h, &e);
         if (r < 0)
                 return reply_failure(req, &e, r, "opening the sandbox");
         r = files_write(h, canon, data, size, make_parents, &e);
@@ -293,7 +310,7 @@ int upload_files_raw(Request *req, int *ret_fd) {
         if (reply_if_invalid(req, &c))
                 return 0;
 
-        r = open_sandbox(req, &c, HOLD_FILE_WRITE, u->path, NULL, &u->h, &e);
+        r = open_for_growth(req, &c, u->path, &u->h, &e);
         if (r < 0)
                 return reply_failure(req, &e, r, "opening the sandbox");
         r = files_write_begin(u->h, u->path, make_parents, &u->w, &fd, &e);
@@ -410,7 +427,10 @@ static int handle_path_flag_op(Request *req, const char *flag_name, PathFlagOp o
         if (reply_if_invalid(req, &c))
                 return 0;
 
-        r = open_sandbox(req, &c, HOLD_FILE_WRITE, canon, NULL, &h, &e);
+        if (op == files_mkdir)
+                r = open_for_growth(req, &c, canon, &h, &e);
+        else
+                r = open_sandbox(req, &c, HOLD_FILE_WRITE, canon, NULL, &h, &e);
         if (r < 0)
                 return reply_failure(req, &e, r, "opening the sandbox");
         r = op(h, canon, flag, &e);
@@ -531,7 +551,7 @@ int upload_files_archive(Request *req, int *ret_fd) {
                 return 0;
 
         /* Checked (generation, status) and held before any byte is read. */
-        r = open_sandbox(req, &c, HOLD_FILE_WRITE, u->path, NULL, &u->h, &e);
+        r = open_for_growth(req, &c, u->path, &u->h, &e);
         if (r < 0)
                 return reply_failure(req, &e, r, "opening the sandbox");
         u->fd = openat(req_daemon(req)->tmp_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);

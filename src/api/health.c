@@ -8,6 +8,7 @@
 #include "handlers.h"
 #include "holds.h"
 #include "json-util.h"
+#include "resources.h"
 #include "spawner.h"
 #include "time-util.h"
 
@@ -80,7 +81,7 @@ int handle_healthz(Request *req) {
         (void) format_timestamp(started, sizeof started, d->started_at);
         return reply_json(
                 req, 200,
-                json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s, s:I, s:o, s:o, s:i, s:o, s:o, s:o}",
+                json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s, s:I, s:o, s:o, s:i, s:o, s:o, s:o, s:o}",
                           "status", status,
                           "version", SANDLOOM_VERSION_STRING,
                           "worker_id", d->worker_id,
@@ -93,5 +94,6 @@ int handle_healthz(Request *req) {
                           "holds_active", d->holds ? (int) holds_active(d->holds) : 0,
                           "config", config_report(&d->config),
                           "isolation", isolation_report(d),
+                          "resource_control", resources_report_json(d),
                           "execs", exec_engine_report(d->execs)));
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "disk.h"
 #include "handlers.h"
 #include "json-util.h"
 #include "macros.h"
@@ -92,6 +93,17 @@ int handle_sandbox_resolve(Request *req) {
         if (v.count > 0)
                 return reply_validation(req, &v);
 
+        /* Under disk pressure only a resolve that creates is refused; one of a live sandbox
+         * answers as always. */
+        r = disk_admit(req_daemon(req)->disk, NULL, NULL, &e);
+        if (r < 0) {
+                Error ignored = ERROR_INIT;
+
+                if (sandbox_get(req_daemon(req), req_principal(req), sandbox_id, &rec, &ignored) < 0 ||
+                    rec.status == SANDBOX_RELEASED || rec.status == SANDBOX_RELEASING)
+                        return reply_error(req, &e);
+                e = (Error) ERROR_INIT;
+        }
         r = sandbox_resolve(req_daemon(req), req_principal(req), sandbox_id, scope, profile, &rec, &e);
         if (r < 0)
                 return reply_error(req, &e);
@@ -156,6 +168,7 @@ int handle_sandbox_get(Request *req) {
         _cleanup_(validation_done) Validation v = {};
         Error e = ERROR_INIT;
         SandboxRecord rec;
+        json_t *o, *usage;
         const char *id;
         int r;
 
@@ -167,7 +180,15 @@ int handle_sandbox_get(Request *req) {
         r = sandbox_get(req_daemon(req), req_principal(req), id, &rec, &e);
         if (r < 0)
                 return reply_error(req, &e);
-        return reply_record(req, &rec, false);
+        o = sandbox_record_json(req_daemon(req), &rec);
+        if (!o)
+                return reply_errorf(req, 500, "SANDBOX_INTERNAL_ERROR", "building the answer failed");
+        usage = disk_sandbox_json(req_daemon(req)->disk, &rec);
+        if (usage && json_object_set_new(o, "disk", usage) < 0) {
+                json_decref(o);
+                return reply_errorf(req, 500, "SANDBOX_INTERNAL_ERROR", "building the answer failed");
+        }
+        return reply_json(req, 200, o);
 }
 
 /* status=: a store status name, or "live" (every status but RELEASED, the default) or

@@ -33,6 +33,11 @@ typedef struct Config {
         uint64_t netns_linger_seconds;
         uint64_t tmpfs_bytes;
         uint64_t max_open_files;
+        uint64_t memory_limit_bytes;  /* 0 = unlimited */
+        uint64_t max_processes;       /* 0 = unlimited */
+        char *cpu_quota;              /* cores as a decimal; "" or 0 = unlimited */
+        uint64_t cpu_seconds;         /* 0 = unlimited */
+        uint64_t max_file_size_bytes; /* 0 = unlimited */
         uint64_t default_timeout_seconds;
         uint64_t max_output_bytes;
         uint64_t terminate_grace_seconds;
@@ -41,6 +46,10 @@ typedef struct Config {
         uint64_t admission_queue_length;
         uint64_t admission_timeout_seconds;
         uint64_t exec_retention_seconds;
+        uint64_t disk_high_watermark_percent; /* Use% of the data filesystem above which writes are refused */
+        uint64_t min_free_bytes;      /* free bytes below which writes are refused */
+        uint64_t disk_quota_bytes;    /* per sandbox; 0 = none */
+        uint64_t disk_usage_refresh_seconds;
 
         /* Secrets: environment or file only, never a flag; never printed. */
         char *internal_token;

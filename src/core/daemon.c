@@ -24,9 +24,11 @@
 #include "identity.h"
 #include "jobs.h"
 #include "json-util.h"
+#include "disk.h"
 #include "log.h"
 #include "probe.h"
 #include "reaper.h"
+#include "resources.h"
 #include "sandbox.h"
 #include "server.h"
 #include "spawner.h"
@@ -327,6 +329,7 @@ static int setup_isolation(Daemon *d, IsolationLevel *ret_level, NetworkMode *re
         SpawnerOptions opts = {
                 .mask_paths = masks,
                 .netns_linger_usec = d->config.netns_linger_seconds * USEC_PER_SEC ?: 1,
+                .limits = { .memory_bytes = d->config.memory_limit_bytes, .processes = d->config.max_processes },
         };
         ProbeReport probe = {};
         SpawnerInfo info;
@@ -336,6 +339,10 @@ static int setup_isolation(Daemon *d, IsolationLevel *ret_level, NetworkMode *re
 
         if (network_mode_from_string(d->config.network_mode, &net) < 0) {
                 fail("SANDBOX_NETWORK_MODE must be none, isolated or host.");
+                return -EINVAL;
+        }
+        if (cgroup_limits_parse_cpu_quota(d->config.cpu_quota, &opts.limits.cpu_millicores) < 0) {
+                fail("SANDBOX_CPU_QUOTA must be a number of cores such as 0.5 or 2 (at most 3 decimals), or empty.");
                 return -EINVAL;
         }
         if (launch_runtime_from_string(d->config.runtime, &opts.runtime) < 0) {
@@ -448,6 +455,7 @@ static int wait_signal(int sfd, int timeout_ms) {
 }
 
 static void daemon_free(Daemon *d) {
+        disk_free(TAKE_PTR(d->disk)); /* first: its thread may cancel execs */
         /* Launch jobs first (they use the spawner), then the spawner (whose last exit
          * reports go through the engine's pump), then the engine. */
         if (exec_jobs)
@@ -499,6 +507,7 @@ static int daemon_start(Daemon *d, Server **ret_server) {
         r = setup_isolation(d, &level, &net, unavailable, sizeof unavailable);
         if (r < 0)
                 return r == -EINVAL || r == -EPERM ? EXIT_CONFIG : EXIT_FAILURE;
+        (void) resources_probe(d); /* /healthz resource_control: what really limits a sandbox here */
         r = setup_identity(d, &generated);
         if (r < 0)
                 return r == -EINVAL ? EXIT_CONFIG : EXIT_FAILURE;
@@ -508,6 +517,11 @@ static int daemon_start(Daemon *d, Server **ret_server) {
 
         if (setup_store(d, previous_epoch) < 0)
                 return EXIT_FAILURE;
+        r = disk_start(d, &d->disk, err, sizeof err);
+        if (r < 0) {
+                fail("%s", err);
+                return EXIT_FAILURE;
+        }
         r = holds_new(&d->holds);
         if (r < 0) {
                 fail("Cannot create the hold manager: %s.", strerror(-r));

@@ -32,6 +32,7 @@ typedef struct Daemon {
         Reaper *reaper;
         Spawner *spawner;                     /* the launch helper (forked before any thread); NULL if unavailable */
         ExecEngine *execs;
+        struct Disk *disk;                    /* watermarks, usage, quotas (disk.h) */
         json_t *isolation_report;             /* /healthz: level, probe results, tracking; fixed at start */
         usec_t started_at;
         atomic_bool shutting_down;            /* set on the first SIGTERM/SIGINT */

@@ -195,7 +195,14 @@ static void launch_process(Exec *x, int fs_fd) {
                 .envp = x->envp,
                 .cwd = x->cwd,
                 .tmpfs_bytes = c->tmpfs_bytes,
-                .limits = { .open_files = c->max_open_files },
+                .limits = {
+                        .open_files = c->max_open_files,
+                        .cpu_seconds = c->cpu_seconds,
+                        .file_size_bytes = c->max_file_size_bytes,
+                        /* Without a pids cgroup, RLIMIT_NPROC (per uid, so per sandbox) is the
+                         * next best thing; with one, the cgroup is the limit. */
+                        .processes = spawner_pids_limited(e->spawner) ? 0 : c->max_processes,
+                },
                 .collect_timings = log_enabled(LOG_LEVEL_DEBUG),
         };
         LaunchTimings timings = {};

@@ -332,6 +332,7 @@ json_t *exec_to_json(Exec *x, bool base64) {
                 r.stdout_bytes = produced[0];
                 r.stderr_bytes = produced[1];
                 r.cpu_ms = r.max_rss_bytes = 0;
+                r.oom_killed = false;
                 r.finished_at = 0;
                 r.duration_ms = launched ? (now_monotonic_usec() - launched) / 1000 : 0;
         }
@@ -348,6 +349,8 @@ json_t *exec_to_json(Exec *x, bool base64) {
                       "cpu_ms", ju64(r.cpu_ms),
                       "max_rss_bytes", ju64(r.max_rss_bytes),
                       "background", x->background);
+        if (o && json_object_set_new(o, "oom_killed", json_boolean(r.oom_killed)) < 0)
+                json_decref(TAKE_PTR(o));
         if (!o)
                 return NULL;
         if (json_object_set_new(o, "exit_code", r.has_exit_code ? json_integer(r.exit_code) : json_null()) < 0 ||

@@ -345,6 +345,7 @@ static void finish(Exec *x) {
                 .truncated = exec_output_truncated(&x->out[0]) || exec_output_truncated(&x->out[1]),
                 .stdout_bytes = atomic_load(&x->out[0].produced), .stderr_bytes = atomic_load(&x->out[1].produced),
                 .cpu_ms = x->exit.cpu_usec / 1000, .max_rss_bytes = x->exit.max_rss_bytes,
+                .oom_killed = x->exit.oom_killed,
                 .started_at = x->rec.started_at, .finished_at = now,
                 .duration_ms = ended > x->t_launched ? (ended - x->t_launched) / 1000 : 0,
                 .stdout_data = data[0], .stdout_len = len[0], .stderr_data = data[1], .stderr_len = len[1],
@@ -371,6 +372,7 @@ static void finish(Exec *x) {
         x->rec.stderr_bytes = f.stderr_bytes;
         x->rec.cpu_ms = f.cpu_ms;
         x->rec.max_rss_bytes = f.max_rss_bytes;
+        x->rec.oom_killed = f.oom_killed;
         x->rec.finished_at = f.finished_at;
         x->rec.duration_ms = f.duration_ms;
         x->rec.stdout_inline = data[0] != NULL;

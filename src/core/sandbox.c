@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "disk.h"
 #include "exec.h"
 #include "json-util.h"
 #include "macros.h"
@@ -147,6 +148,7 @@ static int check_connectable(const SandboxRecord *rec, uint64_t generation, Erro
 int sandbox_connect(Daemon *d, const Principal *p, const char *sandbox_id, uint64_t generation,
                     SandboxRecord *ret, Error *e) {
         _cleanup_(hold_releasep) Hold *hold = NULL;
+        _cleanup_close_ int fs_fd = -EBADF;
         SandboxRecord rec, done;
         int r;
 
@@ -184,9 +186,14 @@ int sandbox_connect(Daemon *d, const Principal *p, const char *sandbox_id, uint6
         if (rec.status != SANDBOX_ASSIGNED)
                 return busy(e, sandbox_id);
 
-        r = workspace_create(d->sandboxes_fd, rec.internal_id, (uid_t) rec.uid, NULL);
+        r = workspace_create(d->sandboxes_fd, rec.internal_id, (uid_t) rec.uid, &fs_fd);
         if (r < 0) {
                 error_fill_internal(e, r, "creating the workspace");
+                return r;
+        }
+        r = disk_sandbox_prepare(d->disk, &rec, fs_fd);
+        if (r < 0) {
+                error_fill_internal(e, r, "setting the workspace's disk quota");
                 return r;
         }
 

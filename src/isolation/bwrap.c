@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "caps.h"
+#include "cgroup-limits.h"
 #include "cgroup-track.h"
 #include "ids.h"
 #include "namespaces.h"
@@ -198,6 +199,7 @@ static int step_close_inherited(Child *c) {
                 c->job->dirs[0], c->job->dirs[1], c->job->dirs[2], c->job->dirs[3],
                 c->spec->stdin_fd, c->spec->stdout_fd, c->spec->stderr_fd,
                 c->report_fd, c->job->netns_fd, c->into_cgroup ? -1 : c->job->cgroup_fd,
+                c->job->limit_fds[0], c->job->limit_fds[1], c->job->limit_fds[2], c->job->limit_fds[3],
         };
         return close_all_except(keep, ELEMENTSOF(keep));
 }
@@ -209,6 +211,16 @@ static int step_join_cgroup(Child *c) {
                 return 0;
         r = cgroup_track_join(c->job->cgroup_fd);
         (void) close(c->job->cgroup_fd);
+        return r;
+}
+
+/* The sandbox's v1 limit cgroups, before bwrap (and the command) is charged to it. */
+static int step_join_limits(Child *c) {
+        int r = cgroup_limits_join(c->job->limit_fds);
+
+        for (size_t i = 0; i < ELEMENTSOF(c->job->limit_fds); i++)
+                if (c->job->limit_fds[i] >= 0)
+                        (void) close(c->job->limit_fds[i]);
         return r;
 }
 
@@ -700,6 +712,7 @@ typedef struct BwrapStep {
 static const BwrapStep steps[] = {
         { "close inherited fds",       step_close_inherited, LAUNCH_T_FDS },
         { "join tracking cgroup",      step_join_cgroup,     -1 },
+        { "join limit cgroups",        step_join_limits,     -1 },
         { "reset oom score",           step_oom_score,       -1 },
         { "join network namespace",    step_netns,           LAUNCH_T_NETNS },
         { "open bwrap",                step_open_bwrap,      -1 },

@@ -16,6 +16,7 @@
 
 #include "bwrap.h"
 #include "caps.h"
+#include "cgroup-limits.h"
 #include "cgroup-track.h"
 #include "ids.h"
 #include "macros.h"
@@ -63,6 +64,7 @@ typedef struct Child {
         const LaunchSpec *spec;
         int report_fd;                      /* moves to fd 3 in the main process */
         bool into_cgroup;                   /* clone3 put us in the tracking cgroup already */
+        bool late_cgroupns;                 /* CLONE_NEWCGROUP left out of the clone: unshare after joining the limit cgroups */
         size_t step;                        /* index into steps[] */
         sigset_t old_mask;
         char detail[160];
@@ -123,6 +125,7 @@ static int step_close_inherited(Child *c) {
                 c->job->dirs[0], c->job->dirs[1], c->job->dirs[2], c->job->dirs[3],
                 c->spec->stdin_fd, c->spec->stdout_fd, c->spec->stderr_fd,
                 c->report_fd, c->job->status_fd, c->job->netns_fd, c->into_cgroup ? -1 : c->job->cgroup_fd,
+                c->job->limit_fds[0], c->job->limit_fds[1], c->job->limit_fds[2], c->job->limit_fds[3],
         };
         return close_all_but(keep, ELEMENTSOF(keep));
 }
@@ -131,6 +134,23 @@ static int step_join_cgroup(Child *c) {
         if (c->into_cgroup || c->job->cgroup_fd < 0)
                 return 0;
         return cgroup_track_join(c->job->cgroup_fd);
+}
+
+/* The sandbox's v1 limit cgroups (memory, pids, cpu, cpuacct): before anything is charged
+ * to the sandbox (mounts, tmpfs, the command). The fds go right after. */
+static int step_join_limits(Child *c) {
+        int r = cgroup_limits_join(c->job->limit_fds);
+
+        for (size_t i = 0; i < ELEMENTSOF(c->job->limit_fds); i++)
+                if (c->job->limit_fds[i] >= 0)
+                        (void) close(c->job->limit_fds[i]);
+        if (r < 0)
+                return r;
+        /* A cgroup namespace is rooted where its creator is at that moment: only now, in
+         * the sandbox's own cgroups, may it be made (strict). */
+        if (c->late_cgroupns && unshare(CLONE_NEWCGROUP) < 0)
+                return negative_errno();
+        return 0;
 }
 
 static int step_oom_score(Child *c) {
@@ -318,6 +338,7 @@ typedef struct LaunchStep {
 static const LaunchStep steps[] = {
         { "close inherited fds",     step_close_inherited, LAUNCH_T_FDS },
         { "join tracking cgroup",    step_join_cgroup,     -1 },
+        { "join limit cgroups",      step_join_limits,     -1 },
         { "reset oom score",         step_oom_score,       -1 },
         { "join network namespace",  step_netns,           LAUNCH_T_NETNS },
         { "build root",              step_mounts,          LAUNCH_T_ROOT },
@@ -420,6 +441,11 @@ int launch_clone(LaunchPlan *plan, const LaunchJob *job, pid_t *ret_pid) {
         };
         pid_t pid = -1;
 
+        for (size_t i = 0; i < ELEMENTSOF(job->limit_fds); i++)
+                if (!bwrap && (flags & CLONE_NEWCGROUP) && job->limit_fds[i] >= 0) {
+                        flags &= ~(uint64_t) CLONE_NEWCGROUP;
+                        c.late_cgroupns = true;
+                }
         if (plan->clone3) {
                 struct clone_args args = {
                         .flags = flags | (job->cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0),

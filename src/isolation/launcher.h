@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cgroup-limits.h"
 #include "launch.h"
 #include "mounts.h"
 #include "seccomp-filter.h"
@@ -35,6 +36,7 @@ typedef struct LaunchJob {
         int dirs[MOUNT_SANDBOX_DIRS];       /* detached sandbox directories (mounts_clone_sandbox_dirs) */
         int netns_fd;                       /* join this network namespace; -1 = stay (host) */
         int cgroup_fd;                      /* the exec's tracking cgroup; -1 = none */
+        int limit_fds[_CGROUP_CONTROLLER_MAX]; /* v1 limit cgroups of the sandbox to join; -1 = none */
         int report_fd;                      /* write end of the CLOEXEC report pipe */
         int status_fd;                      /* write end of the init's status pipe; -1 at basic */
         pid_t spawner_pid;

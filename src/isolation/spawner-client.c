@@ -152,6 +152,8 @@ static void fill_exit(SpawnerExit *x, const SpawnExited *m) {
                 .signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0,
                 .cpu_usec = m->cpu_usec,
                 .max_rss_bytes = m->max_rss_bytes,
+                .max_rss_cgroup = m->max_rss_cgroup != 0,
+                .oom_killed = m->oom_killed != 0,
                 .ended_usec = m->ended_usec,
         };
 }
@@ -343,6 +345,11 @@ static int receive_hello(Spawner *s, char *message, size_t message_size) {
         s->info.clone3 = hello.clone3;
         (void) strscpy(s->info.cgroup_path, sizeof s->info.cgroup_path, hello.cgroup_path);
         (void) strscpy(s->info.cgroup_error, sizeof s->info.cgroup_error, hello.cgroup_error);
+        s->info.limits_mode = hello.limits_mode <= CGROUP_LIMITS_V2 ? (CgroupLimitsMode) hello.limits_mode
+                                                                    : CGROUP_LIMITS_NONE;
+        for (int c = 0; c < _CGROUP_CONTROLLER_MAX; c++)
+                s->info.limits_controllers[c] = hello.limits_controllers & (1u << c);
+        (void) strscpy(s->info.limits_error, sizeof s->info.limits_error, hello.limits_error);
         return 0;
 }
 
@@ -432,6 +439,10 @@ void spawner_stop(Spawner *s) {
 
 void spawner_get_info(Spawner *s, SpawnerInfo *ret) {
         *ret = s->info;
+}
+
+bool spawner_pids_limited(Spawner *s) {
+        return s && s->info.limits_mode != CGROUP_LIMITS_NONE && s->info.limits_controllers[CGROUP_PIDS];
 }
 
 /* ---- requests ---- */

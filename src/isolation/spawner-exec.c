@@ -50,6 +50,7 @@ static int context_get(Helper *h, const char *key, Context **ret) {
                 return -ENOMEM;
         (void) strscpy(c->key, sizeof c->key, key);
         c->netns_fd = c->cgroup_fd = -EBADF;
+        cgroup_limits_sandbox_init(&c->limits);
         b = hash_str(key) % CONTEXT_BUCKETS;
         c->next = h->contexts[b];
         h->contexts[b] = c;
@@ -67,6 +68,7 @@ static void context_free(Helper *h, Context *c) {
                         break;
                 }
         safe_close(c->netns_fd);
+        cgroup_limits_sandbox_destroy(&h->limits, &c->limits);
         if (c->cgroup_fd >= 0) {
                 safe_close(c->cgroup_fd);
                 (void) cgroup_track_destroy_tree(h->cgroup_root_fd, c->cgroup_name, 1000);
@@ -91,7 +93,72 @@ static int context_prepare(Helper *h, Context *c, NetworkMode network) {
                 if (r < 0)
                         return r;
         }
+        if (!c->limits_ready) {
+                char name[LAUNCH_SANDBOX_KEY_MAX + 8];
+
+                if (h->limits_mode == CGROUP_LIMITS_V2 && c->cgroup_fd >= 0) {
+                        /* Limits and tracking share the tree: the sandbox cgroup holds the
+                         * execs' tracking cgroups. */
+                        r = cgroup_limits_v2_apply(c->cgroup_fd, &h->opts->limits);
+                        if (r < 0)
+                                return r;
+                } else if (h->limits_mode == CGROUP_LIMITS_V1) {
+                        (void) bsprintf(name, sizeof name, "s-%s", c->key);
+                        r = cgroup_limits_sandbox_create(&h->limits, name, &c->limits);
+                        if (r < 0)
+                                return r;
+                }
+                c->limits_ready = true;
+        }
         return 0;
+}
+
+/* The directory fd of the sandbox's memory cgroup, if it has one. */
+static int context_memory_fd(Helper *h, Context *c, bool *ret_v2) {
+        *ret_v2 = h->limits_mode == CGROUP_LIMITS_V2;
+        if (h->limits_mode == CGROUP_LIMITS_V2)
+                return c->cgroup_fd;
+        if (h->limits_mode == CGROUP_LIMITS_V1)
+                return c->limits.fd[CGROUP_MEMORY];
+        return -EBADF;
+}
+
+/* At an exec's start, with its context ready: the memory counters to compare at its end. */
+static void exec_memory_start(Helper *h, Exec *e) {
+        CgroupMemoryCounters m;
+        bool v2;
+        int fd = context_memory_fd(h, e->ctx, &v2);
+
+        e->generation = ++e->ctx->generation;
+        e->solo = e->ctx->active == 1;
+        if (fd < 0)
+                return;
+        /* Alone in its sandbox: the peak from here on is this exec's (v1 can reset it). */
+        if (e->solo && !v2)
+                (void) cgroup_limits_memory_reset_peak(fd);
+        if (cgroup_limits_memory_counters(fd, v2, &m) >= 0) {
+                e->oom_kills_at_start = m.oom_kills;
+                e->have_oom_counter = true;
+        }
+}
+
+/* At its end: was it killed for the sandbox's memory limit, and its peak memory charged. */
+static void exec_memory_end(Helper *h, Exec *e, SpawnExited *m) {
+        CgroupMemoryCounters c;
+        bool v2, solo = e->solo && e->ctx->generation == e->generation;
+        int fd = context_memory_fd(h, e->ctx, &v2);
+
+        if (fd < 0 || cgroup_limits_memory_counters(fd, v2, &c) < 0)
+                return;
+        if (e->have_oom_counter && c.oom_kills > e->oom_kills_at_start && WIFSIGNALED(e->wait_status) &&
+            WTERMSIG(e->wait_status) == SIGKILL)
+                m->oom_killed = 1;
+        /* v1 only: memory.max_usage_in_bytes was reset at the start (v2's memory.peak cannot
+         * be reset before Linux 6.12 and may include earlier execs). */
+        if (solo && !v2 && c.peak_bytes > 0) {
+                m->max_rss_bytes = c.peak_bytes;
+                m->max_rss_cgroup = 1;
+        }
 }
 
 static void context_release_one(Helper *h, Context *c) {
@@ -243,6 +310,7 @@ static void exec_finish(Helper *h, Exec *e) {
         if (e->cgroup_fd >= 0 && cgroup_track_cpu_usec(e->cgroup_fd, &cpu) >= 0 && cpu > m.cpu_usec)
                 m.cpu_usec = cpu;
         m.max_rss_bytes = (uint64_t) e->ru.ru_maxrss * 1024;
+        exec_memory_end(h, e, &m);
         m.ended_usec = now_monotonic_usec();
         send = !e->failed;
         /* Its cgroup goes first: when the daemon hears of the end, nothing of it is left. */
@@ -510,6 +578,7 @@ static int exec_start(Helper *h, Exec *e, const LaunchSpec *spec, LaunchError *e
         if (r < 0)
                 return launch_error(err, "sandbox context", r);
         e->at_usec[LAUNCH_T_CONTEXT] = now_monotonic_usec();
+        exec_memory_start(h, e);
 
         if (e->ctx->cgroup_fd >= 0) {
                 (void) bsprintf(e->cgroup_name, sizeof e->cgroup_name, "x%" PRIu64, e->id);
@@ -544,6 +613,7 @@ static int exec_start(Helper *h, Exec *e, const LaunchSpec *spec, LaunchError *e
                 .dirs = { e->dirs[0], e->dirs[1], e->dirs[2], e->dirs[3] },
                 .netns_fd = spec->network == NETWORK_MODE_NONE ? e->ctx->netns_fd : -1,
                 .cgroup_fd = e->cgroup_fd,
+                .limit_fds = { e->ctx->limits.fd[0], e->ctx->limits.fd[1], e->ctx->limits.fd[2], e->ctx->limits.fd[3] },
                 .report_fd = report_w,
                 .status_fd = status_w,
                 .spawner_pid = h->pid,

@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
+#include "cgroup-limits.h"
 #include "launcher.h"
 #include "spawner-proto.h"
 #include "spawner.h"
@@ -26,6 +27,9 @@ struct Context {
         int netns_fd;                       /* -1 until an exec needs it */
         int cgroup_fd;                      /* the sandbox's cgroup; -1 without tracking */
         char cgroup_name[LAUNCH_SANDBOX_KEY_MAX + 8];
+        CgroupLimitsSandbox limits;         /* v1: the limit cgroups; fds -EBADF otherwise */
+        bool limits_ready;                  /* limits set up (v1 dirs made, or v2 limits written) */
+        uint64_t generation;                /* execs started in this context, ever */
         usec_t linger_until;                /* when active == 0 */
         bool dropping;
         Context *next;
@@ -54,6 +58,10 @@ struct Exec {
         bool killed;                        /* the rest of the tree was sent SIGKILL */
         int wait_status;
         struct rusage ru;
+        uint64_t oom_kills_at_start;        /* the sandbox's memory cgroup counter */
+        bool have_oom_counter;
+        bool solo;                          /* the only exec of its sandbox so far (peak memory is its own) */
+        uint64_t generation;                /* ctx->generation when it started */
         bool have_error, have_timings;
         LaunchReport error, timings;
         uint64_t at_usec[_LAUNCH_T_MAX];
@@ -72,6 +80,9 @@ typedef struct Helper {
         char cgroup_root_name[64];
         char cgroup_path[256];
         char cgroup_error[160];
+        CgroupLimitsRoot limits;            /* v1 limit roots; mode NONE otherwise */
+        CgroupLimitsMode limits_mode;       /* in force: v1, v2 (on the tracking tree) or none */
+        char limits_error[256];
         Context *contexts[CONTEXT_BUCKETS];
         unsigned n_contexts;
         Exec *execs[EXEC_BUCKETS];

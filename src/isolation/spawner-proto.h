@@ -39,6 +39,9 @@ typedef struct SpawnHello {
         char cgroup_path[256];
         char cgroup_error[160];
         char message[256];
+        uint32_t limits_mode;
+        uint32_t limits_controllers;        /* bit per CgroupController */
+        char limits_error[256];
 } SpawnHello;
 
 typedef struct SpawnLaunch {
@@ -68,7 +71,9 @@ typedef struct SpawnLaunched {
 typedef struct SpawnExited {
         SpawnHeader h;
         int32_t wait_status;
-        uint32_t _pad;
+        uint8_t oom_killed;
+        uint8_t max_rss_cgroup;
+        uint16_t _pad;
         uint64_t cpu_usec;
         uint64_t max_rss_bytes;
         uint64_t ended_usec;

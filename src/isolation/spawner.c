@@ -213,11 +213,69 @@ static void setup_cgroups(Helper *h) {
         (void) strscpy(h->cgroup_path, sizeof h->cgroup_path, own);
 }
 
+/* The per-sandbox limit cgroups: v2 on the tracking tree when the daemon's cgroup delegates
+ * the controllers, else v1 hierarchies, else none (rlimits only). */
+static void setup_limits(Helper *h) {
+        CgroupHost host;
+        char name[64];
+        int r;
+
+        h->limits_mode = CGROUP_LIMITS_NONE;
+        (void) cgroup_limits_root_init_v1(&h->limits, &(CgroupHost) { .mode = CGROUP_LIMITS_NONE }, &h->opts->limits, "");
+        r = cgroup_limits_detect(NULL, NULL, &host);
+        if (r < 0) {
+                (void) bsprintf(h->limits_error, sizeof h->limits_error, "reading /proc/self/mountinfo: %s", strerror(-r));
+                return;
+        }
+        if (host.mode == CGROUP_LIMITS_V2) {
+                if (h->cgroup_root_fd < 0) {
+                        (void) bsprintf(h->limits_error, sizeof h->limits_error, "cgroup v2: no tracking cgroup: %s",
+                                        h->cgroup_error);
+                        return;
+                }
+                /* Our own cgroup delegates to its children only if it holds no process
+                 * (docs/OPERATIONS.md: the daemon runs in a leaf of its own). */
+                r = cgroup_limits_v2_enable(h->cgroup_base_fd);
+                if (r == -EBUSY) {
+                        /* The daemon (and we) sit in it: move into a leaf of our own first. */
+                        r = cgroup_limits_v2_vacate(h->cgroup_base_fd, "sandloom-daemon");
+                        if (r >= 0)
+                                r = cgroup_limits_v2_enable(h->cgroup_base_fd);
+                }
+                if (r >= 0)
+                        r = cgroup_limits_v2_enable(h->cgroup_root_fd);
+                if (r < 0) {
+                        (void) bsprintf(h->limits_error, sizeof h->limits_error,
+                                        "cgroup v2: enabling memory, pids and cpu below %s: %s (the daemon must run in a leaf cgroup of its own with the controllers delegated)",
+                                        h->cgroup_path, strerror(-r));
+                        return;
+                }
+                h->limits_mode = CGROUP_LIMITS_V2;
+                return;
+        }
+        if (host.mode != CGROUP_LIMITS_V1) {
+                (void) strscpy(h->limits_error, sizeof h->limits_error, host.evidence);
+                return;
+        }
+        (void) bsprintf(name, sizeof name, "sandloom-spawner-%d", (int) h->pid);
+        r = cgroup_limits_root_init_v1(&h->limits, &host, &h->opts->limits, name);
+        (void) strscpy(h->limits_error, sizeof h->limits_error, h->limits.error);
+        if (r >= 0)
+                h->limits_mode = CGROUP_LIMITS_V1;
+}
+
 static _Noreturn void shutdown_helper(Helper *h) {
         /* Nothing of a sandbox may outlive the daemon. */
         spawner_helper_kill_all(h);
         if (h->cgroup_root_fd >= 0)
                 (void) cgroup_track_destroy_tree(h->cgroup_base_fd, h->cgroup_root_name, 5000);
+        cgroup_limits_root_done(&h->limits);
+        /* An orderly stop (the daemon waits for us): the killed orphans are zombies of ours
+         * (their subreaper), reaped now so that nothing is left when the daemon sees us gone.
+         * Without the daemon, init inherits and reaps them together with us. */
+        if (getppid() == h->daemon_pid)
+                while (waitpid(-1, NULL, WNOHANG) > 0)
+                        ;
         _exit(EXIT_SUCCESS);
 }
 
@@ -350,6 +408,7 @@ _Noreturn void spawner_helper_main(int channel, const SpawnerOptions *opts, pid_
                 _exit(EXIT_FAILURE);
         }
         setup_cgroups(h);
+        setup_limits(h);
 
         struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TAG_CHANNEL };
         (void) epoll_ctl(h->epoll_fd, EPOLL_CTL_ADD, h->channel, &ev);
@@ -362,6 +421,11 @@ _Noreturn void spawner_helper_main(int channel, const SpawnerOptions *opts, pid_
         if (h->cgroup_root_fd >= 0)
                 (void) bsprintf(hello.cgroup_path, sizeof hello.cgroup_path, "%s/%s", h->cgroup_path, h->cgroup_root_name);
         (void) strscpy(hello.cgroup_error, sizeof hello.cgroup_error, h->cgroup_error);
+        hello.limits_mode = h->limits_mode;
+        for (int c = 0; c < _CGROUP_CONTROLLER_MAX; c++)
+                if (h->limits_mode == CGROUP_LIMITS_V2 || (h->limits_mode == CGROUP_LIMITS_V1 && h->limits.root_fd[c] >= 0))
+                        hello.limits_controllers |= 1u << c;
+        (void) strscpy(hello.limits_error, sizeof hello.limits_error, h->limits_error);
         spawner_helper_send(h, &hello, sizeof hello);
 
         for (;;) {

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cgroup-limits.h"
 #include "launch.h"
 
 /* The spawner: one long-lived helper process that launches every exec (DESIGN §5).
@@ -42,6 +43,8 @@ typedef struct SpawnerOptions {
          * which builds the rest of the sandbox in a user namespace (see bwrap.h). */
         LaunchRuntime runtime;
         const char *bwrap_path;             /* NULL = /usr/bin/bwrap */
+        /* Per-sandbox limits over all its concurrent execs (cgroup-limits.h); zero = none. */
+        CgroupLimits limits;
 } SpawnerOptions;
 
 /* What the helper found at start-up (not the probe: see probe.h). */
@@ -52,6 +55,12 @@ typedef struct SpawnerInfo {
         char cgroup_error[160];             /* why there is no tracking, "" if there is */
         bool clone3;                        /* clone3() available (else clone()) */
         LaunchRuntime runtime;
+        /* Per-sandbox limit cgroups as the helper set them up: the mode in force, which
+         * controllers it uses (v1: each is a hierarchy of its own; v2: all or none), and
+         * why something is missing ("" if nothing is). */
+        CgroupLimitsMode limits_mode;
+        bool limits_controllers[_CGROUP_CONTROLLER_MAX];
+        char limits_error[256];
 } SpawnerInfo;
 
 /* The end of an exec: the main process's wait status and what the whole tree used. Sent
@@ -62,7 +71,14 @@ typedef struct SpawnerExit {
         int exit_code;                      /* WEXITSTATUS, or -1 */
         int signal;                         /* WTERMSIG, or 0 */
         uint64_t cpu_usec;                  /* user + system CPU of the tree */
-        uint64_t max_rss_bytes;             /* peak RSS of the largest process */
+        /* The peak memory charged to the sandbox's cgroup while the exec ran (page cache and
+         * tmpfs included) when it was the sandbox's only exec from start to end and the host
+         * measures it (max_rss_cgroup); else the peak RSS of the largest process. */
+        uint64_t max_rss_bytes;
+        bool max_rss_cgroup;
+        /* Killed by the kernel for the sandbox's memory limit: the main process died of
+         * SIGKILL and the memory cgroup's OOM-kill counter moved during the exec. */
+        bool oom_killed;
         uint64_t ended_usec;                /* CLOCK_MONOTONIC when the helper saw the end */
         bool lost;                          /* the helper died: the exec's fate is unknown */
 } SpawnerExit;
@@ -80,6 +96,8 @@ int spawner_start(const SpawnerOptions *opts, Spawner **ret, char *message, size
 void spawner_stop(Spawner *s);
 
 void spawner_get_info(Spawner *s, SpawnerInfo *ret);
+/* True if every sandbox's processes are limited by a pids cgroup (v1 or v2). */
+bool spawner_pids_limited(Spawner *s);
 
 /* Launches one exec and waits (briefly) until it has really started: the child has called
  * execve(), or a step failed. Thread-safe. ON_EXIT (may be NULL) is called once, on the

@@ -208,7 +208,8 @@ def test_200_parked_execs_do_not_starve_health(daemon_factory):
                                                          r.json().get("status") == "SUCCEEDED")]
     assert not bad, f"{len(bad)} of {n} execs did not succeed; first: {bad[:3]}"
     assert len(health) >= 10, f"only {len(health)} health probes ran"
-    slow = [h for h in health if h[1] != 200 or h[0] >= 1.0]
+    # Starved would mean waiting for the 5 s execs to end; 2.5 s leaves room for a loaded machine.
+    slow = [h for h in health if h[1] != 200 or h[0] >= 2.5]
     assert not slow, f"GET /health starved while 200 execs were parked: {slow[:10]} of {len(health)}"
     for s in boxes:
         assert_no_uid_processes(s.uid, 5)
