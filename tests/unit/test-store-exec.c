@@ -28,55 +28,7 @@
 #define FP_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define FP_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 
-typedef struct Fixture {
-        char dir[64];
-        Store *store;
-} Fixture;
-
-static Store *open_store(const char *dir) {
-        StoreOptions o = { .data_dir = dir, .busy_timeout_ms = 5000 };
-        char err[256] = "";
-        Store *s = NULL;
-        int r;
-
-        r = store_open_sqlite(&o, &s, err, sizeof err);
-        if (r < 0)
-                fail_msg("store_open_sqlite: %s (%d)", err, r);
-        return s;
-}
-
-static int setup(void **state) {
-        Fixture *f = calloc(1, sizeof *f);
-
-        assert_non_null(f);
-        assert_int_equal(strscpy(f->dir, sizeof f->dir, "/tmp/sandloom-test-store-exec-XXXXXX"), 0);
-        assert_non_null(mkdtemp(f->dir));
-        f->store = open_store(f->dir);
-        *state = f;
-        return 0;
-}
-
-/* Removes the files of the temporary directory (only plain files live there) and it. */
-static int teardown(void **state) {
-        Fixture *f = *state;
-        DIR *d;
-        struct dirent *de;
-
-        store_close(f->store);
-        d = opendir(f->dir);
-        assert_non_null(d);
-        while ((de = readdir(d)))
-                if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
-                        (void) unlinkat(dirfd(d), de->d_name, 0);
-        closedir(d);
-        assert_int_equal(rmdir(f->dir), 0);
-        free(f);
-        return 0;
-}
-
-static void new_id(char buf[OPAQUE_ID_LEN + 1]) {
-        assert_int_equal(random_hex(buf, OPAQUE_ID_LEN + 1, OPAQUE_ID_LEN / 2), 0);
-}
+#include "store-fixture.h"
 
 static int resolve(Store *s, const char *owner, const char *sandbox_id, SandboxRecord *ret) {
         char internal[OPAQUE_ID_LEN + 1], lifecycle[OPAQUE_ID_LEN + 1];
