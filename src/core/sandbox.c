@@ -136,6 +136,34 @@ int sandbox_resolve(Daemon *d, const Principal *p, const char *sandbox_id, const
         return 0;
 }
 
+typedef int (*RecordCheck)(const SandboxRecord *rec, uint64_t generation, Error *e);
+
+/* Takes a hold on a sandbox whose record REC already passed CHECK, then reads and checks the
+ * record again under the hold: a release (or anything exclusive) may have completed while we
+ * waited, and nothing can change it while we hold it. */
+static int hold_and_recheck(Daemon *d, const Principal *p, const char *sandbox_id, uint64_t generation,
+                            RecordCheck check, HoldKind kind, const char *path, const char *path2,
+                            SandboxRecord *rec, Hold **ret_hold, Error *e) {
+        _cleanup_(hold_releasep) Hold *hold = NULL;
+        int r;
+
+        r = holds_acquire(d->holds, rec->internal_id, kind, path, path2, hold_wait(d), &hold);
+        if (r == -EBUSY)
+                return busy(e, sandbox_id);
+        if (r < 0) {
+                error_fill_internal(e, r, "waiting for the sandbox");
+                return r;
+        }
+        r = get_live(d, p->tenant, sandbox_id, rec, e);
+        if (r < 0)
+                return r;
+        r = check(rec, generation, e);
+        if (r < 0)
+                return r;
+        *ret_hold = TAKE_PTR(hold);
+        return 0;
+}
+
 static int check_connectable(const SandboxRecord *rec, uint64_t generation, Error *e) {
         if (rec->generation != generation)
                 return error_set(e, -ESTALE, 409, "STALE_SANDBOX_ROUTE",
@@ -165,18 +193,8 @@ int sandbox_connect(Daemon *d, const Principal *p, const char *sandbox_id, uint6
 
         /* Exclusive, so that a release cannot move the directory aside between our mkdir and
          * the status change (it would leave a directory of a released lifecycle behind). */
-        r = holds_acquire(d->holds, rec.internal_id, HOLD_EXCLUSIVE, NULL, NULL, hold_wait(d), &hold);
-        if (r == -EBUSY)
-                return busy(e, sandbox_id);
-        if (r < 0) {
-                error_fill_internal(e, r, "waiting for the sandbox");
-                return r;
-        }
-        /* Re-read: a release or another connect may have won while we waited. */
-        r = get_live(d, p->tenant, sandbox_id, &rec, e);
-        if (r < 0)
-                return r;
-        r = check_connectable(&rec, generation, e);
+        r = hold_and_recheck(d, p, sandbox_id, generation, check_connectable, HOLD_EXCLUSIVE, NULL, NULL, &rec,
+                             &hold, e);
         if (r < 0)
                 return r;
         if (rec.status == SANDBOX_READY) {
@@ -514,19 +532,7 @@ int sandbox_open(Daemon *d, const Principal *p, const char *sandbox_id, uint64_t
         if (r < 0)
                 return r;
 
-        r = holds_acquire(d->holds, rec.internal_id, kind, path, path2, hold_wait(d), &hold);
-        if (r == -EBUSY)
-                return busy(e, sandbox_id);
-        if (r < 0) {
-                error_fill_internal(e, r, "waiting for the sandbox");
-                return r;
-        }
-        /* Re-check under the hold: a release (or anything exclusive) may have completed
-         * while we waited, and nothing can change the record while we hold it. */
-        r = get_live(d, p->tenant, sandbox_id, &rec, e);
-        if (r < 0)
-                return r;
-        r = check_open(&rec, generation, e);
+        r = hold_and_recheck(d, p, sandbox_id, generation, check_open, kind, path, path2, &rec, &hold, e);
         if (r < 0)
                 return r;
 
