@@ -550,6 +550,12 @@ static int daemon_start(Daemon *d, Server **ret_server) {
         }
         TAKE_FD(listen_fd);
 
+        /* DATA/endpoint: where a local client (`sandloom exec`, `sandloom mcp`, ...) finds this
+         * daemon when it is given only the data directory. The URL is not a secret. */
+        r = write_file_atomic_at(d->data_fd, "endpoint", url, strlen(url), 0644);
+        if (r < 0)
+                log_warning("Cannot write %s/endpoint: %s.", d->data_dir, strerror(-r));
+
         /* scripts/run and the integration tests take the URL from the line starting with
          * "sandloom listening on ": keep that prefix and the URL right after it. The token
          * itself is shown only on a terminal or right after it was created. */

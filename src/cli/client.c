@@ -1,0 +1,392 @@
+/* SPDX-License-Identifier: MIT */
+#include "client.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "string-util.h"
+
+#define DEFAULT_URL "http://127.0.0.1:8080"
+#define MAX_TOKEN_FILE 4096
+
+struct Client {
+        CURL *curl;
+        char *base_url;          /* without a trailing slash */
+        char *auth_header;       /* "Authorization: Bearer ..." */
+        char *token;
+        long timeout_ms;
+};
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_result;
+
+static void curl_init_once(void) {
+        curl_init_result = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static const char *first_set(const char *a, const char *b) {
+        if (!isempty(a))
+                return a;
+        return isempty(b) ? NULL : b;
+}
+
+/* Reads a small file relative to the working directory, strips the trailing newline. */
+static int read_small(const char *path, char **ret) {
+        _cleanup_free_ char *s = NULL;
+        int r;
+
+        r = read_full_file_at(AT_FDCWD, path, MAX_TOKEN_FILE, &s, NULL);
+        if (r < 0)
+                return r;
+        strstrip_trailing(s);
+        if (isempty(s))
+                return -ENODATA;
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+static int resolve_url(const ClientOptions *o, const char *data_dir, char **ret) {
+        _cleanup_free_ char *path = NULL, *s = NULL;
+        const char *v;
+
+        v = first_set(o->url, getenv("SANDBOX_BASE_URL"));
+        if (v)
+                s = strdup(v);
+        else {
+                path = strprintf("%s/endpoint", data_dir);
+                if (!path)
+                        return -ENOMEM;
+                if (read_small(path, &s) < 0)
+                        s = strdup(DEFAULT_URL);
+        }
+        if (!s)
+                return -ENOMEM;
+        while (endswith(s, "/"))
+                s[strlen(s) - 1] = '\0';
+        if (!startswith(s, "http://") && !startswith(s, "https://"))
+                return -EINVAL;
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+static int resolve_token(const ClientOptions *o, const char *data_dir, char **ret, char *err, size_t errlen) {
+        _cleanup_free_ char *path = NULL, *s = NULL;
+        const char *v;
+        int r;
+
+        v = first_set(o->token, getenv("SANDBOX_INTERNAL_TOKEN"));
+        if (v) {
+                s = strdup(v);
+                if (!s)
+                        return -ENOMEM;
+                *ret = TAKE_PTR(s);
+                return 0;
+        }
+        v = getenv("SANDBOX_INTERNAL_TOKEN_FILE");
+        if (!isempty(v)) {
+                r = read_small(v, &s);
+                if (r < 0) {
+                        (void) bsprintf(err, errlen, "Cannot read the token file named by SANDBOX_INTERNAL_TOKEN_FILE: %s.",
+                                        strerror(-r));
+                        return r;
+                }
+                *ret = TAKE_PTR(s);
+                return 0;
+        }
+        path = strprintf("%s/token", data_dir);
+        if (!path)
+                return -ENOMEM;
+        r = read_small(path, &s);
+        if (r < 0) {
+                (void) bsprintf(err, errlen,
+                                "No token: pass --token, set SANDBOX_INTERNAL_TOKEN, or point --data-dir at the daemon's "
+                                "data directory (%s/token: %s).", data_dir, strerror(-r));
+                return r;
+        }
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+int client_new(const ClientOptions *opts, Client **ret, char *err, size_t errlen) {
+        _cleanup_client_ Client *c = NULL;
+        const char *data_dir;
+        int r;
+
+        (void) pthread_once(&curl_once, curl_init_once);
+        if (curl_init_result != CURLE_OK) {
+                (void) bsprintf(err, errlen, "Cannot initialise libcurl.");
+                return -EIO;
+        }
+        c = calloc(1, sizeof *c);
+        if (!c)
+                return -ENOMEM;
+        data_dir = first_set(opts->data_dir, getenv("SANDBOX_DATA_DIR"));
+        if (!data_dir)
+                data_dir = "./data";
+        r = resolve_url(opts, data_dir, &c->base_url);
+        if (r < 0) {
+                (void) bsprintf(err, errlen, r == -EINVAL ? "The URL must start with http:// or https://."
+                                                          : "Out of memory.");
+                return r;
+        }
+        r = resolve_token(opts, data_dir, &c->token, err, errlen);
+        if (r < 0)
+                return r;
+        c->auth_header = strprintf("Authorization: Bearer %s", c->token);
+        c->curl = curl_easy_init();
+        if (!c->auth_header || !c->curl) {
+                (void) bsprintf(err, errlen, "Out of memory.");
+                return -ENOMEM;
+        }
+        c->timeout_ms = opts->timeout_ms;
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+Client *client_free(Client *c) {
+        if (!c)
+                return NULL;
+        if (c->curl)
+                curl_easy_cleanup(c->curl);
+        if (c->token)
+                explicit_bzero(c->token, strlen(c->token));
+        if (c->auth_header)
+                explicit_bzero(c->auth_header, strlen(c->auth_header));
+        free(c->token);
+        free(c->auth_header);
+        free(c->base_url);
+        free(c);
+        return NULL;
+}
+
+const char *client_base_url(const Client *c) {
+        return c->base_url;
+}
+
+const char *client_token(const Client *c) {
+        return c->token;
+}
+
+void client_response_done(ClientResponse *r) {
+        free(r->body);
+        free(r->content_type);
+        *r = (ClientResponse) {};
+}
+
+typedef struct Sink {
+        const ClientRequest *req;
+        char *buf;
+        size_t size, alloc;
+        int sink_error;
+        bool too_big;
+} Sink;
+
+static size_t write_cb(char *data, size_t one, size_t n, void *userdata) {
+        Sink *s = userdata;
+        size_t need;
+        char *p;
+
+        if (s->req->sink) {
+                int r = s->req->sink(data, n, s->req->userdata);
+                if (r < 0) {
+                        s->sink_error = r;
+                        return 0; /* aborts the transfer */
+                }
+                return n;
+        }
+        if (s->size + n > CLIENT_MAX_RESPONSE_BYTES) {
+                s->too_big = true;
+                return 0;
+        }
+        need = s->size + n + 1;
+        if (need > s->alloc) {
+                size_t a = s->alloc ? s->alloc : 4096;
+                while (a < need)
+                        a *= 2;
+                p = realloc(s->buf, a);
+                if (!p)
+                        return 0;
+                s->buf = p;
+                s->alloc = a;
+        }
+        memcpy(s->buf + s->size, data, n);
+        s->size += n;
+        s->buf[s->size] = '\0';
+        return n;
+}
+
+static int curl_to_errno(CURLcode cc) {
+        switch (cc) {
+        case CURLE_COULDNT_CONNECT:
+                return -ECONNREFUSED;
+        case CURLE_OPERATION_TIMEDOUT:
+                return -ETIMEDOUT;
+        case CURLE_COULDNT_RESOLVE_HOST:
+                return -EHOSTUNREACH;
+        case CURLE_OUT_OF_MEMORY:
+                return -ENOMEM;
+        default:
+                return -EIO;
+        }
+}
+
+int client_perform(Client *c, const ClientRequest *req, ClientResponse *ret, char *err, size_t errlen) {
+        _cleanup_free_ char *url = NULL, *accept = NULL, *ctype = NULL;
+        struct curl_slist *headers = NULL;
+        Sink s = { .req = req };
+        const char *ct = NULL;
+        long timeout;
+        CURLcode cc;
+        CURL *h = c->curl;
+
+        url = strprintf("%s%s", c->base_url, req->path);
+        if (!url)
+                return -ENOMEM;
+        curl_easy_reset(h);
+        (void) curl_easy_setopt(h, CURLOPT_URL, url);
+        (void) curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+        (void) curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+        (void) curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_cb);
+        (void) curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
+        (void) curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, req->method);
+        if (streq(req->method, "GET"))
+                (void) curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+        timeout = req->timeout_ms > 0 ? req->timeout_ms : req->timeout_ms < 0 ? 0 : c->timeout_ms;
+        (void) curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout);
+
+        headers = curl_slist_append(headers, c->auth_header);
+        headers = curl_slist_append(headers, "Expect:");
+        if (req->accept) {
+                accept = strprintf("Accept: %s", req->accept);
+                headers = accept ? curl_slist_append(headers, accept) : NULL;
+        }
+        if (headers && req->content_type) {
+                ctype = strprintf("Content-Type: %s", req->content_type);
+                headers = ctype ? curl_slist_append(headers, ctype) : NULL;
+        }
+        for (const char *const *x = req->headers; headers && x && *x; x++)
+                headers = curl_slist_append(headers, *x);
+        if (!headers)
+                return -ENOMEM;
+        (void) curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+
+        if (req->body_file) {
+                (void) curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+                (void) curl_easy_setopt(h, CURLOPT_READDATA, req->body_file);
+                (void) curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t) req->body_size);
+                (void) curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, req->method);
+        } else if (req->body || streq(req->method, "POST") || streq(req->method, "PUT")) {
+                (void) curl_easy_setopt(h, CURLOPT_POSTFIELDS, req->body ? (const char *) req->body : "");
+                (void) curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) req->body_size);
+        }
+
+        cc = curl_easy_perform(h);
+        curl_slist_free_all(headers);
+        if (s.sink_error < 0) {
+                free(s.buf);
+                return s.sink_error;
+        }
+        if (s.too_big) {
+                free(s.buf);
+                (void) bsprintf(err, errlen, "The response is larger than %u bytes.", CLIENT_MAX_RESPONSE_BYTES);
+                return -EFBIG;
+        }
+        if (cc != CURLE_OK) {
+                free(s.buf);
+                (void) bsprintf(err, errlen, "Cannot reach %s: %s.", c->base_url, curl_easy_strerror(cc));
+                return curl_to_errno(cc);
+        }
+        *ret = (ClientResponse) {};
+        (void) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &ret->status);
+        if (curl_easy_getinfo(h, CURLINFO_CONTENT_TYPE, &ct) == CURLE_OK && ct)
+                ret->content_type = strdup(ct);
+        ret->body = s.buf ? s.buf : strdup("");
+        ret->size = s.size;
+        if (!ret->body) {
+                client_response_done(ret);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+int client_json(Client *c, const char *method, const char *path, json_t *body, long *ret_status,
+                json_t **ret_json, char *err, size_t errlen) {
+        _cleanup_free_ char *text = NULL;
+        ClientResponse resp = {};
+        ClientRequest req = { .method = method, .path = path, .accept = "application/json" };
+        int r;
+
+        if (body) {
+                text = json_dumps(body, JSON_COMPACT);
+                if (!text)
+                        return -ENOMEM;
+                req.body = text;
+                req.body_size = strlen(text);
+                req.content_type = "application/json";
+        }
+        r = client_perform(c, &req, &resp, err, errlen);
+        if (r < 0)
+                return r;
+        *ret_status = resp.status;
+        *ret_json = resp.size > 0 ? json_loadb(resp.body, resp.size, 0, NULL) : NULL;
+        client_response_done(&resp);
+        return 0;
+}
+
+const char *client_error_line(long status, const json_t *body, char *buf, size_t buflen) {
+        const char *code = NULL, *message = NULL;
+        json_t *detail = body ? json_object_get(body, "detail") : NULL;
+
+        if (json_is_object(detail)) {
+                code = json_string_value(json_object_get(detail, "code"));
+                message = json_string_value(json_object_get(detail, "message"));
+        }
+        if (code && message)
+                (void) bsprintf(buf, buflen, "%s: %s", code, message);
+        else if (code)
+                (void) bsprintf(buf, buflen, "%s (HTTP %ld)", code, status);
+        else
+                (void) bsprintf(buf, buflen, "HTTP %ld from the daemon", status);
+        return buf;
+}
+
+char *client_escape(const char *s) {
+        static const char hex[] = "0123456789ABCDEF";
+        size_t n = strlen(s);
+        char *out, *p;
+
+        out = malloc(n * 3 + 1);
+        if (!out)
+                return NULL;
+        p = out;
+        for (const unsigned char *q = (const unsigned char *) s; *q; q++) {
+                if ((*q >= 'A' && *q <= 'Z') || (*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9') ||
+                    strchr("-._~", *q))
+                        *p++ = (char) *q;
+                else {
+                        *p++ = '%';
+                        *p++ = hex[*q >> 4];
+                        *p++ = hex[*q & 15];
+                }
+        }
+        *p = '\0';
+        return out;
+}
+
+char *client_pathf(const char *fmt, ...) {
+        va_list ap;
+        char *s = NULL;
+
+        va_start(ap, fmt);
+        if (vasprintf(&s, fmt, ap) < 0)
+                s = NULL;
+        va_end(ap);
+        return s;
+}
