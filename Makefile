@@ -40,5 +40,13 @@ integration: build
 docs: build
 	@$(BUILD)/sandloom config-doc > docs/CONFIGURATION.md
 
+# Installs what is missing (gnuplot-nox too), builds, and runs the standard benchmark set against a
+# fresh local daemon: bench/results/<date>-<host>.json, .md and a latency plot (docs/BENCHMARKS.md).
+.PHONY: bench
+bench:
+	@scripts/deps --bench
+	@$(MAKE) --no-print-directory build
+	@SANDLOOM_BINARY=$(CURDIR)/$(BUILD)/sandloom scripts/bench
+
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -4,7 +4,10 @@
 
 #include "config.h"
 #include "daemon.h"
+#include "bench.h"
+#include "cli.h"
 #include "doctor.h"
+#include "mcp-stdio.h"
 
 /* `sandloom <command> [args]`: one binary, subcommands in a table. */
 
@@ -32,6 +35,11 @@ static const struct {
         const char *help;
 } commands[] = {
         { "serve", cmd_serve, "Run the daemon (see `sandloom serve --help`)." },
+        { "bench", bench_main, "Measure a deployment: latency, throughput, creation, memory (see `sandloom bench --help`)." },
+        { "sandbox", cli_sandbox_main, "Create, list, show, release sandboxes (see `sandloom sandbox --help`)." },
+        { "exec", cli_exec_main, "Run a command in a sandbox, streaming its output (see `sandloom exec --help`)." },
+        { "fs", cli_fs_main, "Read and write a sandbox's files (see `sandloom fs --help`)." },
+        { "mcp", mcp_stdio_main, "Serve MCP over stdio, bridged to the daemon (see `sandloom mcp --help`, docs/MCP.md)." },
         { "doctor", cmd_doctor, "Check whether this host can run the daemon (see `sandloom doctor --help`)." },
         { "config-doc", cmd_config_doc, "Print the configuration reference (docs/CONFIGURATION.md) as Markdown." },
         { "version", cmd_version, "Print the version." },

@@ -38,3 +38,6 @@ int handle_exec_get(Request *req);          /* GET  /api/v1/sandboxes/{id}/exec/
 int handle_exec_output(Request *req);       /* GET  /api/v1/sandboxes/{id}/exec/{exec_id}/output */
 int handle_exec_events(Request *req);       /* GET  /api/v1/sandboxes/{id}/exec/{exec_id}/events (SSE) */
 int handle_exec_cancel(Request *req);       /* POST /api/v1/sandboxes/{id}/exec/{exec_id}/cancel */
+
+/* mcp-http.c */
+int handle_mcp(Request *req);               /* POST /mcp, POST /api/v1/sandboxes/mcp/streamable-http (ROUTE_OFFLOAD) */

@@ -49,6 +49,9 @@ const Route router_routes[] = {
          * handler on the finish pool after it (see server.c). */
         { "PUT", SBX "/{id}/files/archive", handle_files_archive_put, upload_files_archive,
           ROUTE_UPLOAD | ROUTE_OFFLOAD },
+        /* MCP (docs/MCP.md): tools take holds like the files routes; a command still running is parked. */
+        { "POST", "/mcp", handle_mcp, NULL, ROUTE_OFFLOAD },
+        { "POST", SBX "/mcp/streamable-http", handle_mcp, NULL, ROUTE_OFFLOAD },
 };
 const size_t router_routes_count = ELEMENTSOF(router_routes);
 

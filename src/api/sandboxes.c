@@ -2,6 +2,7 @@
 /* The sandbox lifecycle routes: validation and the mapping of core answers to HTTP.
  * No business logic here: everything is in core/sandbox.c. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <string.h>
 #include <strings.h>
@@ -68,10 +69,89 @@ static int reply_record(Request *req, const SandboxRecord *rec, bool with_uid) {
         return reply_json(req, 200, o);
 }
 
+/* One integer of "limits": LOC is "limits.<name>". */
+static void limit_u64(Validation *v, json_t *l, const char *name, const char *loc, uint64_t min, uint64_t max,
+                      uint64_t *ret) {
+        json_t *j = json_object_get(l, name);
+        json_int_t i;
+
+        if (!j || json_is_null(j))
+                return;
+        if (!json_is_integer(j)) {
+                validation_add(v, "body", loc, "int_type", "Input should be a valid integer");
+                return;
+        }
+        i = json_integer_value(j);
+        if (i < 0 || (uint64_t) i < min) {
+                char msg[96];
+                (void) bsprintf(msg, sizeof msg, "Input should be greater than or equal to %" PRIu64, min);
+                validation_add(v, "body", loc, "greater_than_equal", msg);
+                return;
+        }
+        if ((uint64_t) i > max) {
+                char msg[96];
+                (void) bsprintf(msg, sizeof msg, "Input should be less than or equal to %" PRIu64, max);
+                validation_add(v, "body", loc, "less_than_equal", msg);
+                return;
+        }
+        *ret = (uint64_t) i;
+}
+
+/* The optional "limits" object of a resolve: the sandbox's own limits (0 = not asked for).
+ * Bounds here are sanity; the operator's maxima are checked by the core. */
+static void parse_limits(Validation *v, json_t *body, SandboxLimits *ret, bool *ret_given) {
+        static const char *const known[] = { "memory_bytes", "max_processes", "cpu_quota", "disk_quota_bytes" };
+        json_t *l = json_object_get(body, "limits"), *j;
+        const char *key;
+
+        *ret = (SandboxLimits) {};
+        *ret_given = false;
+        if (!l || json_is_null(l))
+                return;
+        if (!json_is_object(l)) {
+                validation_add(v, "body", "limits", "dict_type", "Input should be a valid dictionary");
+                return;
+        }
+        json_object_foreach (l, key, j) {
+                bool ok = false;
+                for (size_t i = 0; i < ELEMENTSOF(known); i++)
+                        ok = ok || streq(key, known[i]);
+                if (!ok) {
+                        validation_add(v, "body", "limits", "extra_forbidden",
+                                       "limits takes memory_bytes, max_processes, cpu_quota and disk_quota_bytes only");
+                        return;
+                }
+        }
+        limit_u64(v, l, "memory_bytes", "limits.memory_bytes", UINT64_C(1) << 20, UINT64_C(1) << 50, &ret->memory_bytes);
+        limit_u64(v, l, "max_processes", "limits.max_processes", 1, 4194304, &ret->max_processes);
+        limit_u64(v, l, "disk_quota_bytes", "limits.disk_quota_bytes", UINT64_C(1) << 20, UINT64_C(1) << 50,
+                  &ret->disk_quota_bytes);
+        j = json_object_get(l, "cpu_quota");
+        if (j && !json_is_null(j)) {
+                /* Cores, at most 3 decimals: 0.5, 2, 1.25. */
+                double cores = json_number_value(j), milli = cores * 1000.0;
+                uint64_t m = (uint64_t) (milli + 0.5);
+
+                if (!json_is_number(j))
+                        validation_add(v, "body", "limits.cpu_quota", "float_type", "Input should be a valid number");
+                else if (!(cores >= 0.001 && cores <= 4096.0))
+                        validation_add(v, "body", "limits.cpu_quota", "value_error",
+                                       "Input should be a number of cores from 0.001 to 4096");
+                else if (milli - (double) m > 1e-6 || (double) m - milli > 1e-6)
+                        validation_add(v, "body", "limits.cpu_quota", "value_error",
+                                       "Input should have at most 3 decimals");
+                else
+                        ret->cpu_millicores = m;
+        }
+        *ret_given = true;
+}
+
 int handle_sandbox_resolve(Request *req) {
         _cleanup_(validation_done) Validation v = {};
         const char *sandbox_id = NULL, *scope = NULL, *profile = NULL;
         Error e = ERROR_INIT;
+        SandboxLimits limits;
+        bool has_limits;
         SandboxRecord rec;
         json_t *body;
         int r;
@@ -90,6 +170,7 @@ int handle_sandbox_resolve(Request *req) {
         if (field_string(&v, body, "profile", false, 0, PROFILE_MAX, &profile) && !isempty(profile) &&
             !str_in_charset(profile, ID_CHARSET, 1, PROFILE_MAX))
                 validation_add(&v, "body", "profile", "string_pattern_mismatch", PATTERN_RULE);
+        parse_limits(&v, body, &limits, &has_limits);
         if (v.count > 0)
                 return reply_validation(req, &v);
 
@@ -104,7 +185,8 @@ int handle_sandbox_resolve(Request *req) {
                         return reply_error(req, &e);
                 e = (Error) ERROR_INIT;
         }
-        r = sandbox_resolve(req_daemon(req), req_principal(req), sandbox_id, scope, profile, &rec, &e);
+        r = sandbox_resolve_limits(req_daemon(req), req_principal(req), sandbox_id, scope, profile,
+                                   has_limits ? &limits : NULL, &rec, &e);
         if (r < 0)
                 return reply_error(req, &e);
         return reply_record(req, &rec, false);

@@ -21,6 +21,7 @@ struct Client {
         char *base_url;          /* without a trailing slash */
         char *auth_header;       /* "Authorization: Bearer ..." */
         char *token;
+        char *no_proxy;          /* $no_proxy plus the loopback names */
         long timeout_ms;
 };
 
@@ -145,6 +146,14 @@ int client_new(const ClientOptions *opts, Client **ret, char *err, size_t errlen
                 (void) bsprintf(err, errlen, "Out of memory.");
                 return -ENOMEM;
         }
+        /* A loopback daemon is never reached through $http_proxy: that would fail, and hand the
+         * token to the proxy. CURLOPT_NOPROXY replaces $no_proxy, so it is kept in the list. */
+        c->no_proxy = strprintf("%s%slocalhost,127.0.0.1,::1", first_set(getenv("no_proxy"), getenv("NO_PROXY")) ?: "",
+                                first_set(getenv("no_proxy"), getenv("NO_PROXY")) ? "," : "");
+        if (!c->no_proxy) {
+                (void) bsprintf(err, errlen, "Out of memory.");
+                return -ENOMEM;
+        }
         c->timeout_ms = opts->timeout_ms;
         *ret = TAKE_PTR(c);
         return 0;
@@ -161,6 +170,7 @@ Client *client_free(Client *c) {
                 explicit_bzero(c->auth_header, strlen(c->auth_header));
         free(c->token);
         free(c->auth_header);
+        free(c->no_proxy);
         free(c->base_url);
         free(c);
         return NULL;
@@ -182,6 +192,8 @@ void client_response_done(ClientResponse *r) {
 
 typedef struct Sink {
         const ClientRequest *req;
+        CURL *handle;
+        long status;             /* known once the first piece of the body arrives */
         char *buf;
         size_t size, alloc;
         int sink_error;
@@ -193,7 +205,11 @@ static size_t write_cb(char *data, size_t one, size_t n, void *userdata) {
         size_t need;
         char *p;
 
-        if (s->req->sink) {
+        if (s->status == 0)
+                (void) curl_easy_getinfo(s->handle, CURLINFO_RESPONSE_CODE, &s->status);
+        /* Only a success body goes to the sink: an error body (JSON) is buffered for the caller,
+         * never written into the caller's file or terminal. */
+        if (s->req->sink && s->status >= 200 && s->status < 300) {
                 int r = s->req->sink(data, n, s->req->userdata);
                 if (r < 0) {
                         s->sink_error = r;
@@ -240,7 +256,7 @@ static int curl_to_errno(CURLcode cc) {
 int client_perform(Client *c, const ClientRequest *req, ClientResponse *ret, char *err, size_t errlen) {
         _cleanup_free_ char *url = NULL, *accept = NULL, *ctype = NULL;
         struct curl_slist *headers = NULL;
-        Sink s = { .req = req };
+        Sink s = { .req = req, .handle = c->curl };
         const char *ct = NULL;
         long timeout;
         CURLcode cc;
@@ -252,6 +268,7 @@ int client_perform(Client *c, const ClientRequest *req, ClientResponse *ret, cha
         curl_easy_reset(h);
         (void) curl_easy_setopt(h, CURLOPT_URL, url);
         (void) curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+        (void) curl_easy_setopt(h, CURLOPT_NOPROXY, c->no_proxy);
         (void) curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
         (void) curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_cb);
         (void) curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
@@ -280,7 +297,9 @@ int client_perform(Client *c, const ClientRequest *req, ClientResponse *ret, cha
         if (req->body_file) {
                 (void) curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
                 (void) curl_easy_setopt(h, CURLOPT_READDATA, req->body_file);
-                (void) curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t) req->body_size);
+                (void) curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, req->body_size == CLIENT_BODY_SIZE_UNKNOWN
+                                                                             ? (curl_off_t) -1 /* chunked */
+                                                                             : (curl_off_t) req->body_size);
                 (void) curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, req->method);
         } else if (req->body || streq(req->method, "POST") || streq(req->method, "PUT")) {
                 (void) curl_easy_setopt(h, CURLOPT_POSTFIELDS, req->body ? (const char *) req->body : "");

@@ -14,6 +14,8 @@
 
 #define CLIENT_MAX_RESPONSE_BYTES (64u * 1024u * 1024u) /* a buffered reply larger than this: -EFBIG */
 
+#define CLIENT_BODY_SIZE_UNKNOWN ((size_t) -1)
+
 typedef struct Client Client;
 
 /* Where the daemon is and how to authenticate, in order of precedence:
@@ -47,8 +49,8 @@ typedef struct ClientResponse {
 
 void client_response_done(ClientResponse *r);
 
-/* Called with each piece of a streamed body as it arrives; return < 0 to stop (the request then
- * fails with that value). */
+/* Called with each piece of a streamed 2xx body as it arrives (any other body is buffered into
+ * response->body); return < 0 to stop (the request then fails with that value). */
 typedef int (*ClientSink)(const char *data, size_t size, void *userdata);
 
 typedef struct ClientRequest {
@@ -57,7 +59,8 @@ typedef struct ClientRequest {
         const char *content_type;
         const void *body;        /* sent as is; or */
         size_t body_size;
-        FILE *body_file;         /* streamed from this file (raw uploads), size body_size */
+        FILE *body_file;         /* streamed from this file (raw uploads), size body_size, or
+                                  * CLIENT_BODY_SIZE_UNKNOWN (a pipe): sent chunked */
         const char *accept;      /* e.g. "text/event-stream" */
         const char *const *headers; /* extra "Name: value" lines, NULL-terminated; may be NULL */
         ClientSink sink;         /* when set, the body goes here instead of into response->body */

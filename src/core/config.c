@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cgroup-limits.h"
 #include "macros.h"
 #include "parse-util.h"
 #include "string-util.h"
@@ -72,9 +73,19 @@ const ConfigSetting config_settings[] = {
         { "SANDBOX_MAX_OPEN_FILES", "--max-open-files", CONFIG_UINT, "4096", 64, 1048576, NULL,
           "Open files per sandbox process (RLIMIT_NOFILE).", FIELD(max_open_files), false },
         { "SANDBOX_MEMORY_LIMIT_BYTES", "--memory-limit-bytes", CONFIG_BYTES, "1G", 0, 1024 * 1024 * GiB, NULL,
-          "Memory of a whole sandbox (all its concurrent execs, page cache and tmpfs included; swap too where the host counts it), enforced by its cgroup; 0 = unlimited.", FIELD(memory_limit_bytes), false },
+          "Memory of a whole sandbox (all its concurrent execs, page cache and tmpfs included; swap too where the host counts it), enforced by its cgroup, else sampled (SANDBOX_SAMPLE_INTERVAL_MS); a resolve may ask for its own (limits.memory_bytes); 0 = unlimited.", FIELD(memory_limit_bytes), false },
         { "SANDBOX_MAX_PROCESSES", "--max-processes", CONFIG_UINT, "256", 0, 4194304, NULL,
-          "Processes and threads of a whole sandbox (cgroup pids.max); 0 = unlimited.", FIELD(max_processes), false },
+          "Processes and threads of a whole sandbox (cgroup pids.max; without one RLIMIT_NPROC of its uid, and sampled); a resolve may ask for its own (limits.max_processes); 0 = unlimited.", FIELD(max_processes), false },
+        { "SANDBOX_SAMPLE_INTERVAL_MS", "--sample-interval-ms", CONFIG_UINT, "200", 10, 10000, NULL,
+          "Where no cgroup limits a sandbox's memory or processes: how often the sampling supervisor sums each sandbox uid's memory and processes and kills those over their limit.", FIELD(sample_interval_ms), false },
+        { "SANDBOX_MAX_MEMORY_LIMIT_BYTES", "--max-memory-limit-bytes", CONFIG_BYTES, "0", 0, 1024 * 1024 * GiB, NULL,
+          "Largest limits.memory_bytes a resolve may ask for (more: 422 SANDBOX_LIMIT_EXCEEDS_MAXIMUM); 0 = SANDBOX_MEMORY_LIMIT_BYTES is the maximum.", FIELD(max_memory_limit_bytes), false },
+        { "SANDBOX_MAX_PROCESSES_LIMIT", "--max-processes-limit", CONFIG_UINT, "0", 0, 4194304, NULL,
+          "Largest limits.max_processes a resolve may ask for; 0 = SANDBOX_MAX_PROCESSES is the maximum.", FIELD(max_processes_limit), false },
+        { "SANDBOX_MAX_CPU_QUOTA", "--max-cpu-quota", CONFIG_STRING, "", 0, 0, NULL,
+          "Largest limits.cpu_quota (cores) a resolve may ask for; empty = SANDBOX_CPU_QUOTA is the maximum.", FIELD(max_cpu_quota), false },
+        { "SANDBOX_MAX_DISK_QUOTA_BYTES", "--max-disk-quota-bytes", CONFIG_BYTES, "0", 0, 1024 * 1024 * GiB, NULL,
+          "Largest limits.disk_quota_bytes a resolve may ask for; 0 = SANDBOX_DISK_QUOTA_BYTES is the maximum.", FIELD(max_disk_quota_bytes), false },
         { "SANDBOX_CPU_QUOTA", "--cpu-quota", CONFIG_STRING, "", 0, 0, NULL,
           "CPU of a whole sandbox in cores, as a decimal (0.5, 2); empty or 0 = unlimited.", FIELD(cpu_quota), false },
         { "SANDBOX_CPU_SECONDS", "--cpu-seconds", CONFIG_UINT, "0", 0, 86400 * 365, NULL,
@@ -105,6 +116,10 @@ const ConfigSetting config_settings[] = {
           "Disk space of one sandbox: a project quota where the data filesystem enforces them (XFS prjquota, ext4 project+prjquota), else soft (writes and execs refused with 507 SANDBOX_DISK_QUOTA_EXCEEDED, running execs cancelled); 0 = none.", FIELD(disk_quota_bytes), false },
         { "SANDBOX_DISK_USAGE_REFRESH_SECONDS", "--disk-usage-refresh-seconds", CONFIG_UINT, "5", 1, 3600, NULL,
           "How often a sandbox's disk usage is measured by walking its files when no project quota counts it.", FIELD(disk_usage_refresh_seconds), false },
+        { "SANDBOX_MCP_ALLOWED_HOSTS", "--mcp-allowed-hosts", CONFIG_STRING, "", 0, 0, NULL,
+          "Host names (optionally host:port) the MCP endpoint accepts in Host and Origin headers, comma-separated, against DNS rebinding; empty = localhost, 127.0.0.1, [::1], the listen address and the worker endpoint's host; * = any. Others get 403.", FIELD(mcp_allowed_hosts), false },
+        { "SANDBOX_MCP_EXEC_WAIT_SECONDS", "--mcp-exec-wait-seconds", CONFIG_UINT, "45", 1, 3600, NULL,
+          "How long the MCP tools sandbox_exec and sandbox_exec_status wait for a command before answering with its RUNNING record (MCP clients commonly give up on a request after 60 s).", FIELD(mcp_exec_wait_seconds), false },
         { "SANDBOX_INTERNAL_TOKEN", NULL, CONFIG_STRING, "", 0, 0, NULL,
           "Bearer token for the API (environment only). Unset: read DATA/token, or create it on first start.",
           FIELD(internal_token), true },
@@ -235,6 +250,12 @@ int config_load(Config *c, int argc, char *const *argv, FILE *out, char *err, si
 }
 
 int config_validate(const Config *c, char *err, size_t errlen) {
+        uint64_t millicores;
+
+        if (cgroup_limits_parse_cpu_quota(c->max_cpu_quota, &millicores) < 0) {
+                (void) bsprintf(err, errlen, "SANDBOX_MAX_CPU_QUOTA must be a number of cores such as 0.5 or 2 (at most 3 decimals), or empty.");
+                return -EINVAL;
+        }
         if (c->uid_start > c->uid_end) {
                 (void) bsprintf(err, errlen, "SANDBOX_UID_START must not be greater than SANDBOX_UID_END.");
                 return -EINVAL;

@@ -35,6 +35,12 @@ typedef struct Config {
         uint64_t max_open_files;
         uint64_t memory_limit_bytes;  /* 0 = unlimited */
         uint64_t max_processes;       /* 0 = unlimited */
+        uint64_t sample_interval_ms;  /* the sampling supervisor's period (sampler.h) */
+        /* What a resolve may ask for in "limits" (sandbox-limits.h); 0/"" = the default is the maximum. */
+        uint64_t max_memory_limit_bytes;
+        uint64_t max_processes_limit;
+        char *max_cpu_quota;
+        uint64_t max_disk_quota_bytes;
         char *cpu_quota;              /* cores as a decimal; "" or 0 = unlimited */
         uint64_t cpu_seconds;         /* 0 = unlimited */
         uint64_t max_file_size_bytes; /* 0 = unlimited */
@@ -50,6 +56,8 @@ typedef struct Config {
         uint64_t min_free_bytes;      /* free bytes below which writes are refused */
         uint64_t disk_quota_bytes;    /* per sandbox; 0 = none */
         uint64_t disk_usage_refresh_seconds;
+        char *mcp_allowed_hosts;      /* MCP: hosts/origins allowed (comma-separated); "" = the local defaults */
+        uint64_t mcp_exec_wait_seconds; /* MCP: how long sandbox_exec waits before answering RUNNING */
 
         /* Secrets: environment or file only, never a flag; never printed. */
         char *internal_token;

@@ -29,6 +29,7 @@
 #include "probe.h"
 #include "reaper.h"
 #include "resources.h"
+#include "sampler.h"
 #include "sandbox.h"
 #include "server.h"
 #include "spawner.h"
@@ -460,6 +461,7 @@ static void daemon_free(Daemon *d) {
          * reports go through the engine's pump), then the engine. */
         if (exec_jobs)
                 jobpool_stop(exec_jobs);
+        sampler_stop(); /* before the spawner: it kills through its own children, not the helper */
         spawner_stop(TAKE_PTR(d->spawner));
         exec_engine_free(TAKE_PTR(d->execs));
         jobpool_free(TAKE_PTR(exec_jobs));

@@ -21,6 +21,7 @@
 #include "exec.h"
 #include "json-util.h"
 #include "log.h"
+#include "sandbox-limits.h"
 #include "macros.h"
 #include "string-util.h"
 #include "time-util.h"
@@ -52,6 +53,7 @@ typedef struct Usage {
         char sandbox_id[SANDBOX_ID_MAX + 1];
         char internal_id[OPAQUE_ID_LEN + 1];
         uint32_t uid;
+        uint64_t quota;                   /* its own (sandbox-limits.h) or the default; 0 = none */
         uint64_t bytes, inodes;
         usec_t measured_at;               /* CLOCK_MONOTONIC; 0 = never */
         bool truncated;                   /* the walk hit its bounds: at least this much */
@@ -163,12 +165,26 @@ static Usage *usage_find(Disk *k, const char *owner, const char *sandbox_id) {
         return NULL;
 }
 
+/* How a sandbox with QUOTA is held to it: nothing without one, else what the filesystem
+ * offers (the probe's finding), whatever the default quota is. */
+static DiskMechanism quota_mechanism(const Disk *k, uint64_t quota) {
+        return quota == 0 ? DISK_NONE : k->probed;
+}
+
+static uint64_t record_quota(const Disk *k, const SandboxRecord *rec) {
+        SandboxLimits eff;
+
+        sandbox_limits_effective(&k->d->config, &rec->limits, &eff);
+        return eff.disk_quota_bytes;
+}
+
 /* With k->lock held. Registers (or updates) the sandbox. */
 static Usage *usage_track(Disk *k, const SandboxRecord *rec) {
         Usage *u = usage_find(k, rec->owner, rec->sandbox_id);
         unsigned b;
 
         if (u) {
+                u->quota = record_quota(k, rec);
                 if (!streq(u->internal_id, rec->internal_id) || u->uid != rec->uid) {
                         (void) strscpy(u->internal_id, sizeof u->internal_id, rec->internal_id);
                         u->uid = rec->uid;
@@ -183,6 +199,7 @@ static Usage *usage_track(Disk *k, const SandboxRecord *rec) {
         (void) strscpy(u->sandbox_id, sizeof u->sandbox_id, rec->sandbox_id);
         (void) strscpy(u->internal_id, sizeof u->internal_id, rec->internal_id);
         u->uid = rec->uid;
+        u->quota = record_quota(k, rec);
         b = bucket_of(rec->owner, rec->sandbox_id);
         u->next = k->buckets[b];
         k->buckets[b] = u;
@@ -277,6 +294,7 @@ static void usage_measure(Disk *k, const char *owner, const char *sandbox_id, bo
         bool over_and_growing = false;
         uint64_t bytes = 0, inodes = 0;
         bool truncated = false;
+        uint64_t quota;
         uint32_t uid;
         Usage *u;
         int r;
@@ -289,9 +307,10 @@ static void usage_measure(Disk *k, const char *owner, const char *sandbox_id, bo
         }
         (void) strscpy(internal_id, sizeof internal_id, u->internal_id);
         uid = u->uid;
+        quota = u->quota;
         pthread_mutex_unlock(&k->lock);
 
-        if (k->mechanism == DISK_PROJECT)
+        if (quota_mechanism(k, quota) == DISK_PROJECT)
                 r = measure_project(k, uid, &bytes, &inodes);
         else {
                 Walk w = {};
@@ -309,7 +328,7 @@ static void usage_measure(Disk *k, const char *owner, const char *sandbox_id, bo
         if (u && streq(u->internal_id, internal_id) && r >= 0) {
                 /* Soft quota: something is writing past it (the usage grew and is over), so
                  * the sandbox's running execs are stopped (they end CANCELLED). */
-                over_and_growing = k->mechanism == DISK_SOFT && bytes >= k->d->config.disk_quota_bytes &&
+                over_and_growing = quota_mechanism(k, quota) == DISK_SOFT && bytes >= quota &&
                                    (u->measured_at == 0 || bytes > u->bytes);
                 u->bytes = bytes;
                 u->inodes = inodes;
@@ -320,8 +339,7 @@ static void usage_measure(Disk *k, const char *owner, const char *sandbox_id, bo
 
         if (over_and_growing && cancel && k->d->execs) {
                 log_warning("Sandbox %s is over its %" PRIu64 "-byte disk quota (%" PRIu64
-                            " bytes): cancelling its running execs.", sandbox_id, k->d->config.disk_quota_bytes,
-                            bytes);
+                            " bytes): cancelling its running execs.", sandbox_id, quota, bytes);
                 exec_engine_release_begin(k->d->execs, internal_id);
                 exec_engine_release_end(k->d->execs, internal_id);
         }
@@ -511,16 +529,14 @@ void disk_free(Disk *k) {
 }
 
 int disk_admit(Disk *k, const char *owner, const char *sandbox_id, Error *e) {
-        const Config *c;
         SandboxRecord rec;
         bool known;
-        uint64_t bytes = 0;
+        uint64_t bytes = 0, quota = 0;
         uint32_t uid = 0;
         int r;
 
         if (!k)
                 return 0;
-        c = &k->d->config;
         pthread_mutex_lock(&k->lock);
         refresh_locked(k, now_monotonic_usec());
         if (k->pressure) {
@@ -531,15 +547,17 @@ int disk_admit(Disk *k, const char *owner, const char *sandbox_id, Error *e) {
                 return error_set(e, -ENOSPC, 503, "SANDBOX_WORKER_DISK_PRESSURE", "%s; try again later or elsewhere",
                                  why);
         }
-        if (!owner || !sandbox_id || k->mechanism == DISK_NONE) {
+        if (!owner || !sandbox_id) {
                 pthread_mutex_unlock(&k->lock);
                 return 0;
         }
+        /* Every sandbox may have a quota of its own, default or not. */
         Usage *u = usage_find(k, owner, sandbox_id);
         known = u != NULL;
         if (u) {
                 bytes = u->bytes;
                 uid = u->uid;
+                quota = u->quota;
         }
         pthread_mutex_unlock(&k->lock);
 
@@ -549,24 +567,27 @@ int disk_admit(Disk *k, const char *owner, const char *sandbox_id, Error *e) {
                 if (r < 0)
                         return 0; /* the caller's own lookup answers 404 and friends */
                 pthread_mutex_lock(&k->lock);
-                (void) usage_track(k, &rec);
+                u = usage_track(k, &rec);
+                quota = u ? u->quota : 0;
                 pthread_cond_signal(&k->wake);
                 pthread_mutex_unlock(&k->lock);
                 uid = rec.uid;
-                if (k->mechanism != DISK_PROJECT)
+                if (quota_mechanism(k, quota) != DISK_PROJECT)
                         return 0;
         }
-        if (k->mechanism == DISK_PROJECT) {
+        if (quota_mechanism(k, quota) == DISK_NONE)
+                return 0;
+        if (quota_mechanism(k, quota) == DISK_PROJECT) {
                 uint64_t inodes;
 
                 /* One syscall: cheap enough for every admission, and always current. */
                 if (measure_project(k, uid, &bytes, &inodes) < 0)
                         return 0;
         }
-        if (bytes >= c->disk_quota_bytes)
+        if (bytes >= quota)
                 return error_set(e, -EDQUOT, 507, "SANDBOX_DISK_QUOTA_EXCEEDED",
                                  "sandbox '%s' uses %" PRIu64 " bytes of its %" PRIu64 "-byte disk quota; delete files",
-                                 sandbox_id, bytes, c->disk_quota_bytes);
+                                 sandbox_id, bytes, quota);
         return 0;
 }
 
@@ -576,7 +597,8 @@ int disk_sandbox_prepare(Disk *k, const SandboxRecord *rec, int fs_fd) {
 
         if (!k)
                 return 0;
-        if (k->mechanism == DISK_PROJECT) {
+        uint64_t quota = record_quota(k, rec);
+        if (quota_mechanism(k, quota) == DISK_PROJECT) {
                 for (size_t i = 0; i < ELEMENTSOF(roots); i++) {
                         _cleanup_close_ int fd = -EBADF;
 
@@ -587,7 +609,7 @@ int disk_sandbox_prepare(Disk *k, const SandboxRecord *rec, int fs_fd) {
                         if (r < 0)
                                 return r;
                 }
-                r = set_project_limit(k, rec->uid, k->d->config.disk_quota_bytes);
+                r = set_project_limit(k, rec->uid, quota);
                 if (r < 0)
                         return r;
         }
@@ -604,13 +626,14 @@ int disk_sandbox_prepare(Disk *k, const SandboxRecord *rec, int fs_fd) {
 }
 
 json_t *disk_sandbox_json(Disk *k, const SandboxRecord *rec) {
-        uint64_t bytes = 0, inodes = 0;
+        uint64_t bytes = 0, inodes = 0, quota;
         usec_t at = 0;
         bool truncated = false, fresh;
         Usage *u;
 
         if (!k || rec->status != SANDBOX_READY)
                 return NULL;
+        quota = record_quota(k, rec);
         pthread_mutex_lock(&k->lock);
         u = usage_track(k, rec);
         fresh = u && u->measured_at != 0;
@@ -618,7 +641,7 @@ json_t *disk_sandbox_json(Disk *k, const SandboxRecord *rec) {
         if (!u)
                 return NULL;
         /* Never measured yet (first look after a start-up): once, here, on a read. */
-        if (!fresh || k->mechanism == DISK_PROJECT)
+        if (!fresh || quota_mechanism(k, quota) == DISK_PROJECT)
                 usage_measure(k, rec->owner, rec->sandbox_id, false);
 
         pthread_mutex_lock(&k->lock);
@@ -632,8 +655,8 @@ json_t *disk_sandbox_json(Disk *k, const SandboxRecord *rec) {
         pthread_mutex_unlock(&k->lock);
 
         return json_pack("{s:I, s:I, s:I, s:s, s:I, s:b}", "bytes", (json_int_t) bytes, "inodes",
-                         (json_int_t) inodes, "quota_bytes", (json_int_t) k->d->config.disk_quota_bytes,
-                         "enforcement", mechanism_names[k->mechanism], "measured_at_ms",
+                         (json_int_t) inodes, "quota_bytes", (json_int_t) quota,
+                         "enforcement", mechanism_names[quota_mechanism(k, quota)], "measured_at_ms",
                          (json_int_t) (at == 0 ? 0 : (now_realtime_usec() - (now_monotonic_usec() - at)) / USEC_PER_MSEC),
                          "truncated", truncated);
 }

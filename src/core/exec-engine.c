@@ -160,11 +160,10 @@ static void stop_apply(ExecEngine *e, Exec *x, StopAction a, const Error *dequeu
                         exec_unref(x);
                 if (dequeued_error)
                         exec_complete(x, dequeued_error, NULL);
-                else if (e->submit(e->submit_userdata, exec_launch_job, exec_ref(x)) < 0) {
-                        /* Recorded CANCELLED by a job normally; without one, not at all. */
+                else if (exec_launch_submit(x) < 0) {
+                        /* Recorded CANCELLED by a launch thread normally; without one, not at all. */
                         Error err = ERROR_INIT;
 
-                        exec_unref(x);
                         (void) error_set(&err, -ECANCELED, 404, "SANDBOX_NOT_FOUND", "the sandbox was released");
                         exec_complete(x, &err, NULL);
                 }
@@ -382,6 +381,84 @@ static int open_execs_dir(int data_fd) {
         return TAKE_FD(fd);
 }
 
+/* ---- launch threads ---- */
+
+static void *launcher_main(void *userdata) {
+        ExecEngine *e = userdata;
+
+        (void) pthread_mutex_lock(&e->launch_lock);
+        for (;;) {
+                Exec *x = e->launch_head;
+
+                if (!x) {
+                        if (e->launch_stopping)
+                                break;
+                        (void) pthread_cond_wait(&e->launch_cond, &e->launch_lock);
+                        continue;
+                }
+                e->launch_head = x->launch_next;
+                if (!e->launch_head)
+                        e->launch_tail = NULL;
+                x->launch_next = NULL;
+                (void) pthread_mutex_unlock(&e->launch_lock);
+                exec_launch(x);
+                exec_unref(x);
+                (void) pthread_mutex_lock(&e->launch_lock);
+        }
+        (void) pthread_mutex_unlock(&e->launch_lock);
+        return NULL;
+}
+
+int exec_launch_submit(Exec *x) {
+        ExecEngine *e = x->engine;
+
+        (void) pthread_mutex_lock(&e->launch_lock);
+        if (e->launch_stopping || e->n_launchers == 0) {
+                (void) pthread_mutex_unlock(&e->launch_lock);
+                return -ESHUTDOWN;
+        }
+        x->launch_next = NULL;
+        if (e->launch_tail)
+                e->launch_tail->launch_next = exec_ref(x);
+        else
+                e->launch_head = exec_ref(x);
+        e->launch_tail = x;
+        (void) pthread_cond_signal(&e->launch_cond);
+        (void) pthread_mutex_unlock(&e->launch_lock);
+        return 0;
+}
+
+static int launchers_start(ExecEngine *e) {
+        sigset_t all, old;
+        int r = 0;
+
+        /* No process-directed signal for these threads: they are the main thread's. */
+        sigfillset(&all);
+        (void) pthread_sigmask(SIG_BLOCK, &all, &old);
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        unsigned want = (unsigned) MIN(MAX(2 * cores, 4L), (long) EXEC_LAUNCH_THREADS_MAX);
+
+        for (; e->n_launchers < want; e->n_launchers++) {
+                r = -pthread_create(&e->launchers[e->n_launchers], NULL, launcher_main, e);
+                if (r < 0)
+                        break;
+        }
+        (void) pthread_sigmask(SIG_SETMASK, &old, NULL);
+        return e->n_launchers > 0 ? 0 : r;
+}
+
+/* Runs what is still queued (each launch sees the engine killing or shutting down and
+ * ends its exec), then joins the threads. */
+static void launchers_stop(ExecEngine *e) {
+        (void) pthread_mutex_lock(&e->launch_lock);
+        e->launch_stopping = true;
+        (void) pthread_cond_broadcast(&e->launch_cond);
+        (void) pthread_mutex_unlock(&e->launch_lock);
+        for (unsigned i = 0; i < e->n_launchers; i++)
+                (void) pthread_join(e->launchers[i], NULL);
+        e->n_launchers = 0;
+}
+
 int exec_engine_new(Daemon *d, const ExecEngineOptions *opts, ExecEngine **ret, char *errbuf, size_t errlen) {
         const Config *c = &d->config;
         pthread_condattr_t attr;
@@ -402,6 +479,8 @@ int exec_engine_new(Daemon *d, const ExecEngineOptions *opts, ExecEngine **ret, 
         (void) strscpy(e->unavailable, sizeof e->unavailable,
                        opts->unavailable_reason ?: "No isolation level works on this host; see /healthz.");
         (void) pthread_mutex_init(&e->lock, NULL);
+        (void) pthread_mutex_init(&e->launch_lock, NULL);
+        (void) pthread_cond_init(&e->launch_cond, NULL);
         (void) pthread_condattr_init(&attr);
         (void) pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
         (void) pthread_cond_init(&e->idle, &attr);
@@ -439,6 +518,8 @@ int exec_engine_new(Daemon *d, const ExecEngineOptions *opts, ExecEngine **ret, 
         r = admission_new((unsigned) c->max_running_execs, (unsigned) c->admission_queue_length, &e->admission);
         if (r >= 0)
                 r = exec_pump_new(&e->pump);
+        if (r >= 0)
+                r = launchers_start(e);
         if (r < 0) {
                 (void) bsprintf(errbuf, errlen, "Cannot start the exec engine: %s.", strerror(-r));
                 exec_engine_free(e);
@@ -452,6 +533,7 @@ int exec_engine_new(Daemon *d, const ExecEngineOptions *opts, ExecEngine **ret, 
 void exec_engine_free(ExecEngine *e) {
         if (!e)
                 return;
+        launchers_stop(e);
         if (e->pump) {
                 (void) exec_pump_timer_disarm(e->pump, &e->prune_timer);
                 exec_pump_free(e->pump);
@@ -468,5 +550,7 @@ void exec_engine_free(ExecEngine *e) {
         exec_hmac_free(e->hmac);
         (void) pthread_cond_destroy(&e->idle);
         (void) pthread_mutex_destroy(&e->lock);
+        (void) pthread_cond_destroy(&e->launch_cond);
+        (void) pthread_mutex_destroy(&e->launch_lock);
         free(e);
 }

@@ -18,6 +18,12 @@
 #define container_of(ptr, type, member) ((type *) ((char *) (ptr) - offsetof(type, member)))
 
 #define EXEC_SLOT_BUCKETS 256u
+/* Threads that run launches (exec_begin + the spawner round trip): an HTTP thread only
+ * hands the exec over, so that it never waits for a launch while the other connections of
+ * its poll set (replies of ended execs among them) wait behind it. Twice the cores, at
+ * least 4: more launches at once only contend in the kernel (the mount namespace lock,
+ * cgroup v1 migrations) without starting more per second. */
+#define EXEC_LAUNCH_THREADS_MAX 32u
 
 typedef enum ExecPhase {
         EXEC_PHASE_PENDING,                 /* registered, not yet admitted */
@@ -52,6 +58,13 @@ struct ExecEngine {
         ExecHmac *hmac;                     /* keyed with DATA/exec_key */
         PumpTimer prune_timer;
 
+        pthread_mutex_t launch_lock;        /* the launch queue */
+        pthread_cond_t launch_cond;
+        Exec *launch_head, *launch_tail;
+        bool launch_stopping;
+        pthread_t launchers[EXEC_LAUNCH_THREADS_MAX];
+        unsigned n_launchers;
+
         pthread_mutex_t lock;               /* everything below, and every Exec's mutable state */
         pthread_cond_t idle;                /* registered dropped */
         ExecSlot *slots[EXEC_SLOT_BUCKETS];
@@ -65,6 +78,7 @@ struct Exec {
         ExecEngine *engine;
         ExecSlot *slot;                     /* while registered */
         Exec *slot_prev, *slot_next;
+        Exec *launch_next;                  /* in the launch queue */
         bool registered;
         ExecPhase phase;
 
@@ -138,7 +152,9 @@ void exec_complete(Exec *x, const Error *err, ExecRecord *rec);
 void exec_terminate(Exec *x, int sig);
 int exec_call(Exec *x, void (*fn)(void *userdata));
 void exec_kill_call(void *userdata);
-void exec_launch_job(void *userdata);
+/* Hands X (a reference is taken) to a launch thread: exec_launch() runs there. 0 or -errno
+ * (stopping): then nothing was queued. Any thread; never blocks. */
+int exec_launch_submit(Exec *x);
 
 /* exec-record.c */
 /* The sandbox record for an exec call: 404 / 409 as the API answers them. FOR_START also

@@ -15,6 +15,8 @@
 #include "json-util.h"
 #include "log.h"
 #include "resolve.h"
+#include "sampler.h"
+#include "sandbox-limits.h"
 #include "string-util.h"
 #include "workspace.h"
 
@@ -150,6 +152,68 @@ static void output_setup(Exec *x, ExecStream s, int pipe_fd) {
         o->userdata = x;
 }
 
+/* Where the sampling supervisor limits memory or processes (sampler.h), the end of an exec
+ * it killed says so: oom_killed for memory, and the reason as the last line of stderr,
+ * written through a writer of the stderr pipe of our own (its own open file description,
+ * non-blocking: the exit callback must not block; with the tree gone, the pipe is drained). */
+typedef struct SampledExit {
+        Exec *x;
+        int stderr_fd;
+} SampledExit;
+
+static void sampled_exit_free(SampledExit *w) {
+        safe_close(w->stderr_fd);
+        free(w);
+}
+
+static void on_exit_sampled(SpawnerExec *sx, const SpawnerExit *exit, void *userdata) {
+        SampledExit *w = userdata;
+        Exec *x = w->x;
+        SpawnerExit ex = *exit;
+        SamplerKill k;
+
+        if (!ex.lost && !ex.exited && ex.signal == SIGKILL && sampler_killed_since(x->uid, x->t_launched, &k)) {
+                char msg[256];
+
+                if (k.resource == SAMPLER_MEMORY)
+                        ex.oom_killed = true;
+                sampler_kill_message(&k, msg, sizeof msg);
+                if (w->stderr_fd >= 0)
+                        (void) !write(w->stderr_fd, msg, strlen(msg));
+        }
+        sampled_exit_free(w);
+        sampler_exec_end();
+        exec_on_spawner_exit(sx, &ex, x);
+}
+
+static SampledExit *sampled_exit_new(Exec *x, int stderr_w) {
+        SampledExit *w = malloc(sizeof *w);
+        char path[64];
+
+        if (!w)
+                return NULL;
+        (void) bsprintf(path, sizeof path, "/proc/self/fd/%d", stderr_w);
+        *w = (SampledExit) { .x = x, .stderr_fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC) };
+        return w;
+}
+
+/* The limits in force for X's sandbox: its own (sandbox-limits.h) or the worker's. */
+static void effective_limits(Exec *x, SandboxLimits *ret) {
+        Store *st = x->engine->d->store;
+        SandboxLimits own = {};
+        SandboxRecord rec;
+
+        if (!sandbox_limits_lookup(x->internal_id, &own)) {
+                if (st->ops->sandbox_get_internal(st, x->internal_id, &rec) >= 0) {
+                        own = rec.limits;
+                        sandbox_limits_note(x->internal_id, &own);
+                } else
+                        log_warning("exec %s: cannot read its sandbox's limits; the worker's defaults apply",
+                                    x->exec_uid);
+        }
+        sandbox_limits_effective(&x->engine->d->config, &own, ret);
+}
+
 /* Launches the process of X, whose RUNNING record is committed, in the sandbox at FS_FD. */
 static void launch_process(Exec *x, int fs_fd) {
         ExecEngine *e = x->engine;
@@ -180,6 +244,9 @@ static void launch_process(Exec *x, int fs_fd) {
                 return;
         }
 
+        SandboxLimits limits;
+        effective_limits(x, &limits);
+
         LaunchSpec spec = {
                 .sandbox_key = x->internal_id,
                 .hostname = hostname,
@@ -201,15 +268,32 @@ static void launch_process(Exec *x, int fs_fd) {
                         .file_size_bytes = c->max_file_size_bytes,
                         /* Without a pids cgroup, RLIMIT_NPROC (per uid, so per sandbox) is the
                          * next best thing; with one, the cgroup is the limit. */
-                        .processes = spawner_pids_limited(e->spawner) ? 0 : c->max_processes,
+                        .processes = spawner_pids_limited(e->spawner) ? 0 : limits.max_processes,
+                        .cgroup_memory_bytes = limits.memory_bytes,
+                        .cgroup_processes = limits.max_processes,
+                        .cgroup_cpu_millicores = limits.cpu_millicores,
                 },
                 .collect_timings = log_enabled(LOG_LEVEL_DEBUG),
         };
         LaunchTimings timings = {};
 
+        SampledExit *sampled = NULL;
+        if (sampler_active()) {
+                sampler_set_limits(x->uid, limits.memory_bytes, limits.max_processes);
+                /* Without memory for it (only then) the exec is neither counted nor marked. */
+                sampled = sampled_exit_new(x, err_pipe[1]);
+                if (sampled)
+                        sampler_exec_begin();
+        }
+
+        (void) exec_ref(x); /* the exit callback's */
         x->t_launched = now_monotonic_usec();
-        r = spawner_launch(e->spawner, &spec, exec_on_spawner_exit, exec_ref(x), &sx, &lerr,
-                           spec.collect_timings ? &timings : NULL);
+        r = spawner_launch(e->spawner, &spec, sampled ? on_exit_sampled : exec_on_spawner_exit,
+                           sampled ? (void *) sampled : (void *) x, &sx, &lerr, spec.collect_timings ? &timings : NULL);
+        if (r < 0 && sampled) {
+                sampled_exit_free(sampled); /* like the reference: never called after a failed launch */
+                sampler_exec_end();
+        }
         x->t_spawned = now_monotonic_usec();
         if (spec.collect_timings && r >= 0)
                 log_launch_timings(x, &timings);
@@ -363,12 +447,5 @@ void exec_launch(Exec *x) {
                 return;
         }
         launch_process(x, fs_fd);
-}
-
-void exec_launch_job(void *userdata) {
-        Exec *x = userdata;
-
-        exec_launch(x);
-        exec_unref(x);
 }
 

@@ -12,6 +12,7 @@
 #include "base64.h"
 #include "exec-internal.h"
 #include "json-util.h"
+#include "sandbox-limits.h"
 #include "string-util.h"
 
 int exec_store_error(Error *err, int r, const char *what) {
@@ -45,6 +46,8 @@ int exec_get_sandbox(ExecEngine *e, const Principal *p, const char *sandbox_id, 
         if (for_start && rec.status != SANDBOX_READY)
                 return error_set(err, -EBUSY, 409, "SANDBOX_NOT_READY", "sandbox '%s' is not ready for commands",
                                  sandbox_id);
+        if (for_start)
+                sandbox_limits_note(rec.internal_id, &rec.limits); /* for the launch: no second read */
         *ret = rec;
         return 0;
 }

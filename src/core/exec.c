@@ -527,9 +527,8 @@ static void admission_granted(AdmissionWaiter *w) {
         exec_timer_disarm(x, &x->queue_timer);
 
         /* Never on this thread: it may be the pump, and the launch waits for the spawner. */
-        r = e->submit(e->submit_userdata, exec_launch_job, exec_ref(x));
+        r = exec_launch_submit(x);
         if (r < 0) {
-                exec_unref(x);
                 (void) error_set(&err, r, 503, "SANDBOX_WORKER_BUSY", "No thread is free to start the command; retry later.");
                 exec_complete(x, &err, NULL);
         }
@@ -784,7 +783,9 @@ int exec_start(ExecEngine *e, const Principal *p, const ExecRequest *req, Exec *
                 (void) pthread_mutex_lock(&e->lock);
                 x->admitted = true;
                 (void) pthread_mutex_unlock(&e->lock);
-                exec_launch(x);
+                /* On a launch thread: this (HTTP) thread serves other connections meanwhile. */
+                if (exec_launch_submit(x) < 0)
+                        exec_launch(x);
         } else if (r == 0) {
                 /* Queued. A grant may already have come (then no timer: it is admitted). */
                 (void) pthread_mutex_lock(&e->lock);
@@ -836,10 +837,9 @@ int exec_cancel(ExecEngine *e, const Principal *p, const char *sandbox_id, uint6
         if (dequeue && admission_cancel(e->admission, &x->adm)) {
                 /* Out of the queue without a slot: record it CANCELLED, launching nothing. */
                 exec_timer_disarm(x, &x->queue_timer);
-                if (e->submit(e->submit_userdata, exec_launch_job, exec_ref(x)) < 0) {
+                if (exec_launch_submit(x) < 0) {
                         Error e2 = ERROR_INIT;
 
-                        exec_unref(x);
                         (void) error_set(&e2, -EBUSY, 503, "SANDBOX_WORKER_BUSY", "The exec was cancelled while queued.");
                         exec_complete(x, &e2, NULL);
                 }

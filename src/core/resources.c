@@ -12,9 +12,12 @@
 #include "daemon.h"
 #include "disk.h"
 #include "hostprobe.h"
+#include "log.h"
 #include "macros.h"
 #include "resources.h"
 #include "parse-util.h"
+#include "sampler.h"
+#include "spawner.h"
 #include "string-util.h"
 
 /* Fixed once by resources_probe() before the HTTP server starts; read-only afterwards. */
@@ -58,6 +61,14 @@ static void configured(const Config *c, const char *env, char *ret, size_t len) 
                         return;
                 }
 }
+
+#define SAMPLED_MEMORY                                                                                                 \
+        "the sampling supervisor sums each sandbox uid's anonymous resident memory every "                    \
+        "SANDBOX_SAMPLE_INTERVAL_MS and kills all its processes once over the limit (it may go over for one "         \
+        "interval; page cache and tmpfs are not counted)"
+#define SAMPLED_PIDS                                                                                                   \
+        "the sampling supervisor counts each sandbox uid's processes every SANDBOX_SAMPLE_INTERVAL_MS and "   \
+        "kills them all once over the limit"
 
 static void append(char *buf, size_t len, const char *s) {
         size_t k = strlen(buf);
@@ -181,7 +192,9 @@ static void probe_memory(const Config *c, const CgroupLayout *l, json_t *engine,
                 }
                 return;
         }
-        append(ret->evidence, sizeof ret->evidence, "no memory limit is enforced on this host");
+        /* No cgroup: the sampling supervisor (sampler.h) is what limits it. */
+        ret->mechanism = RESOURCE_MECHANISM_SAMPLED;
+        append(ret->evidence, sizeof ret->evidence, SAMPLED_MEMORY);
 }
 
 static void probe_pids(const Config *c, const CgroupLayout *l, json_t *engine, ResourceStatus *ret) {
@@ -193,12 +206,15 @@ static void probe_pids(const Config *c, const CgroupLayout *l, json_t *engine, R
         if (!answered && try_cgroup(l, "pids", "pids.max", "256", "pids.max", "256", ret))
                 return;
         int r = try_rlimit(RLIMIT_NPROC, 256);
-        char s[160];
-        (void) bsprintf(s, sizeof s, "setrlimit(RLIMIT_NPROC, 256) in a forked child: %s (per uid, not per sandbox)",
+        char s[200];
+        (void) bsprintf(s, sizeof s,
+                        "setrlimit(RLIMIT_NPROC, 256) in a forked child: %s (per uid, and every sandbox has a uid of its "
+                        "own: it refuses forks past the limit)",
                         r < 0 ? strerror(-r) : "ok");
         append(ret->evidence, sizeof ret->evidence, s);
-        if (r >= 0)
-                ret->mechanism = RESOURCE_MECHANISM_RLIMIT;
+        /* No cgroup: RLIMIT_NPROC where it can be set, and the sampling supervisor. */
+        ret->mechanism = RESOURCE_MECHANISM_SAMPLED;
+        append(ret->evidence, sizeof ret->evidence, SAMPLED_PIDS);
 }
 
 static void probe_cpu(const Config *c, const CgroupLayout *l, json_t *engine, ResourceStatus *ret) {
@@ -282,9 +298,71 @@ void resources_probe_all(const Config *c, const char *data_dir, int data_fd, Res
         free(l);
 }
 
+/* The probe says what the host offers; the spawner says what it really set up for the
+ * sandboxes (its limit cgroups). Memory and pids go by the spawner: a controller it does not
+ * use is left to the sampling supervisor, which is started here for exactly those. */
+static void reconcile(Daemon *d, ResourceKind k, CgroupController c, SamplerResource sr, SamplerOptions *so) {
+        ResourceStatus *st = &probed[k];
+        SpawnerInfo info;
+        char s[400];
+
+        if (!d->spawner) {
+                st->mechanism = RESOURCE_MECHANISM_NONE;
+                append(st->evidence, sizeof st->evidence, "commands cannot run on this worker: nothing to limit");
+                return;
+        }
+        spawner_get_info(d->spawner, &info);
+        if (info.limits_mode != CGROUP_LIMITS_NONE && info.limits_controllers[c]) {
+                if (st->mechanism != RESOURCE_MECHANISM_CGROUP_V1 && st->mechanism != RESOURCE_MECHANISM_CGROUP_V2) {
+                        (void) bsprintf(s, sizeof s, "but the launch helper's sandbox cgroups do have the %s controller",
+                                        cgroup_controller_to_string(c));
+                        append(st->evidence, sizeof st->evidence, s);
+                }
+                st->mechanism = info.limits_mode == CGROUP_LIMITS_V2 ? RESOURCE_MECHANISM_CGROUP_V2
+                                                                       : RESOURCE_MECHANISM_CGROUP_V1;
+                return;
+        }
+        if (st->mechanism != RESOURCE_MECHANISM_SAMPLED) {
+                (void) bsprintf(s, sizeof s, "the launch helper has no %s cgroup for sandboxes (%s)",
+                                cgroup_controller_to_string(c), isempty(info.limits_error) ? "not set up" : info.limits_error);
+                append(st->evidence, sizeof st->evidence, s);
+                append(st->evidence, sizeof st->evidence, sr == SAMPLER_MEMORY ? SAMPLED_MEMORY : SAMPLED_PIDS);
+                st->mechanism = RESOURCE_MECHANISM_SAMPLED;
+        }
+        so->enforce[sr] = true;
+}
+
 int resources_probe(Daemon *d) {
-        resources_probe_all(&d->config, d->data_dir, d->data_fd, probed);
+        const Config *c = &d->config;
+        SamplerOptions so = {
+                .uid_start = (uint32_t) c->uid_start,
+                .uid_end = (uint32_t) c->uid_end,
+                .interval_usec = c->sample_interval_ms * USEC_PER_MSEC,
+                .memory_bytes = c->memory_limit_bytes,
+                .processes = c->max_processes,
+        };
+        int r;
+
+        resources_probe_all(c, d->data_dir, d->data_fd, probed);
+        reconcile(d, RESOURCE_MEMORY, CGROUP_MEMORY, SAMPLER_MEMORY, &so);
+        reconcile(d, RESOURCE_PIDS, CGROUP_PIDS, SAMPLER_PIDS, &so);
         probed_set = true;
+        r = sampler_start(&so);
+        if (r < 0) {
+                /* Then nothing limits them: say so rather than "sampled". */
+                for (ResourceKind k = RESOURCE_MEMORY; k <= RESOURCE_PIDS; k++)
+                        if (probed[k].mechanism == RESOURCE_MECHANISM_SAMPLED) {
+                                char s[128];
+                                (void) bsprintf(s, sizeof s, "the sampling supervisor could not start: %s", strerror(-r));
+                                append(probed[k].evidence, sizeof probed[k].evidence, s);
+                                probed[k].mechanism = k == RESOURCE_PIDS ? RESOURCE_MECHANISM_RLIMIT : RESOURCE_MECHANISM_NONE;
+                        }
+                return r;
+        }
+        if (sampler_active())
+                log_info("Sampling supervisor: every %" PRIu64 " ms for%s%s (no cgroup limits them here).",
+                         c->sample_interval_ms, so.enforce[SAMPLER_MEMORY] ? " memory" : "",
+                         so.enforce[SAMPLER_PIDS] ? " processes" : "");
         return 0;
 }
 
@@ -333,5 +411,8 @@ json_t *resources_report_json(Daemon *d) {
                 (void) json_object_set_new(o, kind_names[i],
                                            i == RESOURCE_DISK ? disk_entry(d) : entry_json(s->mechanism, s->limit, s->evidence));
         }
+        json_t *sampler = sampler_report_json();
+        if (sampler)
+                (void) json_object_set_new(o, "sampler", sampler);
         return o;
 }

@@ -13,6 +13,7 @@
 #include "macros.h"
 #include "random-util.h"
 #include "reaper.h"
+#include "sandbox-limits.h"
 #include "string-util.h"
 #include "time-util.h"
 #include "workspace.h"
@@ -73,6 +74,11 @@ static int check_suspended(const SandboxRecord *rec, Error *e) {
 
 int sandbox_resolve(Daemon *d, const Principal *p, const char *sandbox_id, const char *scope_id,
                     const char *profile, SandboxRecord *ret, Error *e) {
+        return sandbox_resolve_limits(d, p, sandbox_id, scope_id, profile, NULL, ret, e);
+}
+
+int sandbox_resolve_limits(Daemon *d, const Principal *p, const char *sandbox_id, const char *scope_id,
+                           const char *profile, const SandboxLimits *limits, SandboxRecord *ret, Error *e) {
         char internal_id[OPAQUE_ID_LEN + 1], lifecycle_id[OPAQUE_ID_LEN + 1];
         SandboxRecord rec;
         uint64_t preferred;
@@ -104,7 +110,11 @@ int sandbox_resolve(Daemon *d, const Principal *p, const char *sandbox_id, const
                 .preferred_uid = (uint32_t) preferred,
                 .new_internal_id = internal_id,
                 .new_lifecycle_id = lifecycle_id,
+                .limits = limits ? *limits : (SandboxLimits) {},
         };
+
+        if (limits && sandbox_limits_check(&d->config, limits, e) < 0)
+                return -E2BIG;
 
         for (int attempt = 0;; attempt++) {
                 req.now = now_realtime_usec();
@@ -131,6 +141,11 @@ int sandbox_resolve(Daemon *d, const Principal *p, const char *sandbox_id, const
         }
         if (rec.status == SANDBOX_RELEASING)
                 return busy(e, sandbox_id);
+        /* A live sandbox keeps the limits of its lifecycle: asking for others is a conflict,
+         * not something to ignore silently. */
+        if (!created && limits && !sandbox_limits_match(&d->config, &rec.limits, limits))
+                return error_set(e, -EEXIST, 409, "SANDBOX_LIMITS_MISMATCH",
+                                 "sandbox '%s' is live with other limits; release it to change them", sandbox_id);
 
         *ret = rec;
         return 0;
@@ -377,7 +392,8 @@ json_t *sandbox_record_json(const Daemon *d, const SandboxRecord *r) {
         if (json_object_set_new(o, "created_at", timestamp_json(r->created_at)) < 0 ||
             json_object_set_new(o, "updated_at", timestamp_json(r->updated_at)) < 0 ||
             json_object_set_new(o, "connected_at", timestamp_json(r->connected_at)) < 0 ||
-            json_object_set_new(o, "released_at", timestamp_json(r->released_at)) < 0)
+            json_object_set_new(o, "released_at", timestamp_json(r->released_at)) < 0 ||
+            json_object_set_new(o, "limits", sandbox_limits_json(&d->config, &r->limits)) < 0)
                 return NULL;
         return TAKE_PTR(o);
 }

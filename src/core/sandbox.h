@@ -20,6 +20,12 @@
 int sandbox_resolve(Daemon *d, const Principal *p, const char *sandbox_id, const char *scope_id,
                     const char *profile, SandboxRecord *ret, Error *e);
 
+/* The same with the sandbox's own LIMITS (NULL or 0 = the worker's default) for a lifecycle
+ * it creates: 422 SANDBOX_LIMIT_EXCEEDS_MAXIMUM above the operator's maxima, 409
+ * SANDBOX_LIMITS_MISMATCH for a live sandbox whose limits differ (sandbox-limits.h). */
+int sandbox_resolve_limits(Daemon *d, const Principal *p, const char *sandbox_id, const char *scope_id,
+                           const char *profile, const SandboxLimits *limits, SandboxRecord *ret, Error *e);
+
 /* connect: creates DATA/sandboxes/<internal_id>/fs/{workspace,home/sandbox,cache,envs}
  * owned by the uid (idempotent) and moves ASSIGNED -> READY. A wrong generation gives
  * 409 STALE_SANDBOX_ROUTE. */

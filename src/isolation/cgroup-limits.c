@@ -534,9 +534,12 @@ static int v1_apply(int c, int fd, const CgroupLimits *l, bool memsw) {
         }
 }
 
-int cgroup_limits_sandbox_create(CgroupLimitsRoot *r, const char *name, CgroupLimitsSandbox *s) {
+int cgroup_limits_sandbox_create(CgroupLimitsRoot *r, const char *name, const CgroupLimits *limits,
+                                 CgroupLimitsSandbox *s) {
         int k;
 
+        if (!limits)
+                limits = &r->limits;
         if (strscpy(s->name, sizeof s->name, name) < 0)
                 return -ENAMETOOLONG;
         for (int c = 0; c < _CGROUP_CONTROLLER_MAX; c++) {
@@ -544,7 +547,7 @@ int cgroup_limits_sandbox_create(CgroupLimitsRoot *r, const char *name, CgroupLi
                         continue;
                 k = mkdir_open(r->root_fd[c], name, &s->fd[c]);
                 if (k >= 0)
-                        k = v1_apply(c, s->fd[c], &r->limits, r->memsw);
+                        k = v1_apply(c, s->fd[c], limits, r->memsw);
                 if (k < 0) {
                         cgroup_limits_sandbox_destroy(r, s);
                         return k;
@@ -636,6 +639,10 @@ int cgroup_limits_v2_apply(int cg_fd, const CgroupLimits *l) {
                         return r;
         }
         return 0;
+}
+
+int cgroup_limits_v2_delegate_memory(int cg_fd) {
+        return write_attr(cg_fd, "cgroup.subtree_control", "+memory");
 }
 
 /* ---- counters ---- */

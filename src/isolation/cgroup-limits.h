@@ -85,8 +85,9 @@ typedef struct CgroupLimitsSandbox {
 } CgroupLimitsSandbox;
 
 void cgroup_limits_sandbox_init(CgroupLimitsSandbox *s);
-/* Creates ROOT/NAME in each hierarchy and writes the limits. */
-int cgroup_limits_sandbox_create(CgroupLimitsRoot *r, const char *name, CgroupLimitsSandbox *s);
+/* Creates ROOT/NAME in each hierarchy and writes LIMITS (NULL = the root's). */
+int cgroup_limits_sandbox_create(CgroupLimitsRoot *r, const char *name, const CgroupLimits *limits,
+                                 CgroupLimitsSandbox *s);
 /* Kills what is left (v1 cannot do it atomically: signals cgroup.procs until empty), removes
  * the directories and closes the fds. */
 void cgroup_limits_sandbox_destroy(CgroupLimitsRoot *r, CgroupLimitsSandbox *s);
@@ -103,6 +104,9 @@ int cgroup_limits_v2_enable(int parent_fd);
  * hand controllers to its children (no process may stay in a cgroup that does). */
 int cgroup_limits_v2_vacate(int base_fd, const char *leaf);
 int cgroup_limits_v2_apply(int cg_fd, const CgroupLimits *limits);
+/* v2: enables the memory controller for the children of the sandbox cgroup CG_FD (its execs'
+ * tracking cgroups), so that each exec has memory.events and memory.peak of its own. */
+int cgroup_limits_v2_delegate_memory(int cg_fd);
 
 /* Counters of a sandbox's memory cgroup (v1 or v2 dir fd). */
 typedef struct CgroupMemoryCounters {

@@ -65,6 +65,7 @@ typedef struct Child {
         int report_fd;                      /* moves to fd 3 in the main process */
         bool into_cgroup;                   /* clone3 put us in the tracking cgroup already */
         bool late_cgroupns;                 /* CLONE_NEWCGROUP left out of the clone: unshare after joining the limit cgroups */
+        bool filtered;                      /* the seccomp filter is in force already (inherited from our init) */
         size_t step;                        /* index into steps[] */
         sigset_t old_mask;
         char detail[160];
@@ -247,22 +248,26 @@ static int step_init(Child *c) {
 
         if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
                 return negative_errno();
+        /* The filter goes on the init before the main process exists, which inherits it:
+         * one filter (compiled and attached once per launch, not twice), the same program
+         * on both. Nothing the main process still does before execve() is on the denylist
+         * (setsid, prctl, dup2, close_range, chdir, sigprocmask; clone without namespace
+         * flags here). Should it fail to load, the launch fails at this step. */
+        r = seccomp_program_load(&c->plan->seccomp[c->spec->level]);
+        if (r < 0) {
+                (void) strscpy(c->detail, sizeof c->detail, "loading the seccomp filter");
+                return r;
+        }
+        c->filtered = true;
         init_prepare_signals(&c->old_mask);
         pid = clone(main_entry, main_stack + sizeof main_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, c);
         if (pid < 0)
                 return negative_errno();
 
         /* The init, once the main process has called execve() (or failed). Let go of the
-         * report pipe first: the spawner answers the launch when it closes. The filter is
-         * defence in depth for code of ours only; should it fail to load, the exec is
-         * ended rather than run beside an unfiltered init. */
+         * report pipe first: the spawner answers the launch when it closes. */
         (void) close(report_fd);
         (void) close_all_but(keep, ELEMENTSOF(keep));
-        r = seccomp_program_load(&c->plan->seccomp[c->spec->level]);
-        if (r < 0) {
-                (void) kill(pid, SIGKILL);
-                _exit(127);
-        }
         (void) close(STDIN_FILENO);
         (void) close(STDOUT_FILENO);
         (void) close(STDERR_FILENO);
@@ -324,6 +329,8 @@ static int step_signals(Child *c) {
 }
 
 static int step_seccomp(Child *c) {
+        if (c->filtered)
+                return 0;               /* loaded by our init before it started us (step_init) */
         return seccomp_program_load(&c->plan->seccomp[c->spec->level]);
 }
 

@@ -22,6 +22,9 @@ typedef struct LaunchLimits {
         uint64_t open_files;                /* RLIMIT_NOFILE; 0 = keep the helper's */
         uint64_t file_size_bytes;           /* RLIMIT_FSIZE; 0 = unlimited */
         uint64_t processes;                 /* RLIMIT_NPROC, per uid (so per sandbox); 0 = unlimited */
+        /* The sandbox's own cgroup limits (per-sandbox overrides), written when its context is
+         * made; 0 = the spawner's default (SpawnerOptions.limits). */
+        uint64_t cgroup_memory_bytes, cgroup_processes, cgroup_cpu_millicores;
 } LaunchLimits;
 
 typedef struct LaunchSpec {

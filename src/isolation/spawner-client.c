@@ -3,6 +3,7 @@
  * helper's answers and exit notifications by id. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -353,20 +354,94 @@ static int receive_hello(Spawner *s, char *message, size_t message_size) {
         return 0;
 }
 
-int spawner_start(const SpawnerOptions *opts, Spawner **ret, char *message, size_t message_size) {
-        static const SpawnerOptions defaults = {};
-        char dummy[8];
+/* The helper program beside our own binary, or "" if there is none (or OPTS says so). */
+static void find_helper(const SpawnerOptions *opts, char *buf, size_t size) {
+        char self[PATH_MAX];
+        ssize_t n;
+        char *slash;
+
+        buf[0] = '\0';
+        if (opts->helper_path) {
+                if (!isempty(opts->helper_path) && access(opts->helper_path, X_OK) == 0)
+                        (void) strscpy(buf, size, opts->helper_path);
+                return;
+        }
+        n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n <= 0)
+                return;
+        self[n] = '\0';
+        slash = strrchr(self, '/');
+        if (!slash)
+                return;
+        slash[1] = '\0';
+        if (bsprintf(buf, size, "%s%s", self, SPAWNER_HELPER_NAME) < 0 || access(buf, X_OK) < 0)
+                buf[0] = '\0';
+}
+
+/* In the forked child: become the helper program, the channel on fd 3. */
+static _Noreturn void exec_helper(int channel, const char *path) {
+        char *const argv[] = { (char *) SPAWNER_HELPER_NAME, NULL };
+        char *const envp[] = { NULL };
+
+        if (channel != 3) {
+                if (dup2(channel, 3) < 0)
+                        _exit(127);
+        } else if (fcntl(3, F_SETFD, 0) < 0)
+                _exit(127);
+        (void) close_range(4, ~0U, 0);
+        execve(path, argv, envp);
+        _exit(127);
+}
+
+/* The options, as the exec'd helper's first message (see SpawnOptionsMsg). */
+static int send_options(int fd, const SpawnerOptions *opts, pid_t daemon_pid) {
+        _cleanup_free_ SpawnOptionsMsg *m = NULL;
+        size_t strings = 0, size, off;
+        uint32_t n_masks = 0;
+        SpawnerOptions copy = *opts;
+
+        if (opts->bwrap_path)
+                strings += strlen(opts->bwrap_path) + 1;
+        for (size_t i = 0; opts->mask_paths && opts->mask_paths[i]; i++, n_masks++)
+                strings += strlen(opts->mask_paths[i]) + 1;
+        if (strings > SPAWN_OPTIONS_STRINGS_MAX)
+                return -E2BIG;
+        size = sizeof *m + sizeof copy + strings;
+        m = calloc(1, size);
+        if (!m)
+                return -ENOMEM;
+        copy.mask_paths = NULL;
+        copy.bwrap_path = NULL;
+        copy.helper_path = NULL;
+        *m = (SpawnOptionsMsg) {
+                .h = { SPAWN_OPTIONS, (uint32_t) size, 0 },
+                .abi = SPAWN_OPTIONS_ABI,
+                .daemon_pid = daemon_pid,
+                .n_masks = n_masks,
+                .has_bwrap_path = opts->bwrap_path != NULL,
+        };
+        memcpy(m->options, &copy, sizeof copy);
+        off = sizeof copy;
+        if (opts->bwrap_path) {
+                memcpy(m->options + off, opts->bwrap_path, strlen(opts->bwrap_path) + 1);
+                off += strlen(opts->bwrap_path) + 1;
+        }
+        for (size_t i = 0; i < n_masks; i++) {
+                memcpy(m->options + off, opts->mask_paths[i], strlen(opts->mask_paths[i]) + 1);
+                off += strlen(opts->mask_paths[i]) + 1;
+        }
+        if (send(fd, m, size, MSG_NOSIGNAL) != (ssize_t) size)
+                return negative_errno();
+        return 0;
+}
+
+static int start_one(const SpawnerOptions *opts, const char *helper, Spawner **ret, char *message,
+                     size_t message_size) {
         Spawner *s;
         int sv[2], size = (int) SPAWN_MESSAGE_MAX * 2, r;
         pid_t parent = getpid();
 
-        if (!message) {
-                message = dummy;
-                message_size = sizeof dummy;
-        }
         message[0] = '\0';
-        if (!opts)
-                opts = &defaults;
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
                 return negative_errno();
         /* A launch message carries up to 1 MiB of argv and environment. */
@@ -395,12 +470,25 @@ int spawner_start(const SpawnerOptions *opts, Spawner **ret, char *message, size
         }
         if (s->pid == 0) {
                 (void) close(sv[0]);
+                if (!isempty(helper))
+                        exec_helper(sv[1], helper);
                 spawner_helper_main(sv[1], opts, parent);
         }
         (void) close(sv[1]);
 
-        r = receive_hello(s, message, message_size);
+        r = isempty(helper) ? 0 : send_options(s->fd, opts, parent);
+        if (r < 0)
+                (void) bsprintf(message, message_size, "sending the options to %s: %s", helper, strerror(-r));
+        else
+                r = receive_hello(s, message, message_size);
+        if (r < 0 && !isempty(helper)) {
+                char first[256];
+
+                (void) strscpy(first, sizeof first, message);
+                (void) bsprintf(message, message_size, "%s (helper program %s)", first, helper);
+        }
         s->info.runtime = opts->runtime;
+        s->info.helper_exec = !isempty(helper);
         if (r >= 0) {
                 sigset_t all, old;
 
@@ -422,6 +510,27 @@ int spawner_start(const SpawnerOptions *opts, Spawner **ret, char *message, size
         s->reader_running = true;
         *ret = s;
         return 0;
+}
+
+int spawner_start(const SpawnerOptions *opts, Spawner **ret, char *message, size_t message_size) {
+        static const SpawnerOptions defaults = {};
+        char dummy[8], helper[PATH_MAX];
+        int r;
+
+        if (!message) {
+                message = dummy;
+                message_size = sizeof dummy;
+        }
+        if (!opts)
+                opts = &defaults;
+        find_helper(opts, helper, sizeof helper);
+        r = start_one(opts, helper, ret, message, message_size);
+        /* The program could not run at all (not executable here, another build): the
+         * helper in a fork of ours does the same, a little more slowly. A helper that ran
+         * and refused (cgroups, bwrap, ...) would refuse the same way: that is the answer. */
+        if (r == -EPROTO && helper[0] != '\0')
+                r = start_one(opts, "", ret, message, message_size);
+        return r;
 }
 
 void spawner_stop(Spawner *s) {

@@ -77,7 +77,13 @@ static void context_free(Helper *h, Context *c) {
         free(c);
 }
 
-static int context_prepare(Helper *h, Context *c, NetworkMode network) {
+static int context_prepare(Helper *h, Context *c, NetworkMode network, const LaunchLimits *own) {
+        /* The sandbox's own limits where it has them, else the default. */
+        CgroupLimits limits = {
+                .memory_bytes = own->cgroup_memory_bytes ?: h->opts->limits.memory_bytes,
+                .processes = own->cgroup_processes ?: h->opts->limits.processes,
+                .cpu_millicores = own->cgroup_cpu_millicores ?: h->opts->limits.cpu_millicores,
+        };
         int r;
 
         if (network == NETWORK_MODE_NONE && c->netns_fd < 0) {
@@ -99,12 +105,15 @@ static int context_prepare(Helper *h, Context *c, NetworkMode network) {
                 if (h->limits_mode == CGROUP_LIMITS_V2 && c->cgroup_fd >= 0) {
                         /* Limits and tracking share the tree: the sandbox cgroup holds the
                          * execs' tracking cgroups. */
-                        r = cgroup_limits_v2_apply(c->cgroup_fd, &h->opts->limits);
+                        r = cgroup_limits_v2_apply(c->cgroup_fd, &limits);
                         if (r < 0)
                                 return r;
+                        /* Each exec's tracking cgroup gets memory counters of its own: its
+                         * OOM kills and peak are then exactly its own (best effort). */
+                        (void) cgroup_limits_v2_delegate_memory(c->cgroup_fd);
                 } else if (h->limits_mode == CGROUP_LIMITS_V1) {
                         (void) bsprintf(name, sizeof name, "s-%s", c->key);
-                        r = cgroup_limits_sandbox_create(&h->limits, name, &c->limits);
+                        r = cgroup_limits_sandbox_create(&h->limits, name, &limits, &c->limits);
                         if (r < 0)
                                 return r;
                 }
@@ -147,6 +156,18 @@ static void exec_memory_end(Helper *h, Exec *e, SpawnExited *m) {
         CgroupMemoryCounters c;
         bool v2, solo = e->solo && e->ctx->generation == e->generation;
         int fd = context_memory_fd(h, e->ctx, &v2);
+
+        /* cgroup v2 with the memory controller on its tracking cgroup (fresh for this exec):
+         * exact, also with other execs of the sandbox running. Any process of its tree killed
+         * by the OOM killer counts, not only the main one. */
+        if (v2 && e->cgroup_fd >= 0 && cgroup_limits_memory_counters(e->cgroup_fd, true, &c) >= 0) {
+                m->oom_killed = c.oom_kills > 0;
+                if (c.peak_bytes > 0) {
+                        m->max_rss_bytes = c.peak_bytes;
+                        m->max_rss_cgroup = 1;
+                }
+                return;
+        }
 
         if (fd < 0 || cgroup_limits_memory_counters(fd, v2, &c) < 0)
                 return;
@@ -574,7 +595,7 @@ static int exec_start(Helper *h, Exec *e, const LaunchSpec *spec, LaunchError *e
         int p[2], dirs[MOUNT_SANDBOX_DIRS], r;
         char detail[160];
 
-        r = context_prepare(h, e->ctx, spec->network);
+        r = context_prepare(h, e->ctx, spec->network, &spec->limits);
         if (r < 0)
                 return launch_error(err, "sandbox context", r);
         e->at_usec[LAUNCH_T_CONTEXT] = now_monotonic_usec();

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include "launch.h"
+#include "spawner.h"
 
 /* The messages between the daemon and its spawner, over a SOCK_SEQPACKET socketpair (one
  * message = one datagram, fds with SCM_RIGHTS). Both ends are the same binary, so the
@@ -20,6 +21,7 @@ enum {
         SPAWN_DROP,             /* daemon → helper: SpawnDrop; answered by SPAWN_ACK */
         SPAWN_COUNT,            /* daemon → helper: SpawnHeader; SPAWN_ACK value = contexts */
         SPAWN_ACK,              /* helper → daemon: SpawnAck */
+        SPAWN_OPTIONS,          /* daemon → exec'd helper, first: SpawnOptionsMsg + strings */
 };
 
 #define SPAWN_LAUNCH_FDS 4
@@ -97,9 +99,23 @@ typedef struct SpawnAck {
         uint32_t value;
 } SpawnAck;
 
+/* The helper as a program of its own (sandloom-spawner, see spawner_start()): the daemon's
+ * first message carries the options. The struct travels as it is (pointers cleared), so
+ * both binaries must come from the same build: ABI says which. */
+#define SPAWN_OPTIONS_ABI (UINT32_C(0x5350) << 16 | (uint32_t) sizeof(struct SpawnerOptions))
+#define SPAWN_OPTIONS_STRINGS_MAX 65536
+
+typedef struct SpawnOptionsMsg {
+        SpawnHeader h;
+        uint32_t abi;           /* SPAWN_OPTIONS_ABI of the sender */
+        int32_t daemon_pid;
+        uint32_t n_masks;
+        uint32_t has_bwrap_path;
+        unsigned char options[]; /* struct SpawnerOptions, then [bwrap_path\0] mask\0 ... */
+} SpawnOptionsMsg;
+
 /* The largest message either side sends. */
 #define SPAWN_MESSAGE_MAX (sizeof(SpawnLaunch) + LAUNCH_PAYLOAD_MAX + 64)
 
 /* Runs the helper in the forked child (never returns). FD is its end of the channel. */
-struct SpawnerOptions;
 _Noreturn void spawner_helper_main(int fd, const struct SpawnerOptions *opts, pid_t daemon_pid);

@@ -78,6 +78,12 @@ int store_sqlite_conn_open(const char *path, uint64_t busy_timeout_ms, bool writ
         r = exec_sql(c->db, "PRAGMA foreign_keys = ON; PRAGMA trusted_schema = OFF");
         if (r < 0)
                 return r;
+        /* The page cache is per connection (up to 1 + STORE_SQLITE_READERS_MAX + the
+         * checkpointer): SQLite's default of 2 MiB each would let the daemon's memory grow by
+         * ~20 MiB with the database. The OS page cache holds the rest. */
+        r = exec_sql(c->db, writer ? "PRAGMA cache_size = -2048" : "PRAGMA cache_size = -512");
+        if (r < 0)
+                return r;
 
         if (writer) {
                 r = enable_wal(c->db);

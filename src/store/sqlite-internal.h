@@ -14,7 +14,7 @@
 
 /* The highest schema version this binary knows, which is also its compatibility level: it can
  * use any database whose migrations all say min_binary <= this. */
-#define STORE_SQLITE_SCHEMA_LEVEL 1U
+#define STORE_SQLITE_SCHEMA_LEVEL 2U
 
 /* Read connections are opened on demand up to this many; more concurrent readers wait. */
 #define STORE_SQLITE_READERS_MAX 8
@@ -87,6 +87,15 @@ typedef struct SqliteStore {
         SqliteConn *readers[STORE_SQLITE_READERS_MAX];
         size_t n_readers;
         SqliteConn *free_readers;
+
+        /* The WAL checkpointer: commits never checkpoint (wal_autocheckpoint = 0 on the
+         * writer); this thread does, on a connection of its own, a few times a second. */
+        SqliteConn *checkpointer;
+        pthread_t checkpoint_thread;
+        bool checkpoint_running;
+        bool checkpoint_stop;
+        pthread_mutex_t checkpoint_lock;
+        pthread_cond_t checkpoint_cond;
 } SqliteStore;
 
 /* SQLite result code -> negative errno (-EBUSY for BUSY/LOCKED, -ENOMEM, else -EIO). */

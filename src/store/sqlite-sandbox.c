@@ -36,6 +36,7 @@ static int col_sandbox(sqlite3_stmt *st, SandboxRecord *ret) {
         rec.updated_at = col_u64(st, 14);
         rec.connected_at = col_u64(st, 15);
         rec.released_at = col_u64(st, 16);
+        rec.limits = (SandboxLimits) { col_u64(st, 17), col_u64(st, 18), col_u64(st, 19), col_u64(st, 20) };
         *ret = rec;
         return 0;
 }
@@ -126,13 +127,16 @@ static int resolve_locked(SqliteConn *c, const ResolveRequest *q, SandboxRecord 
                 return r;
 
         if (exists)
-                r = prepare_bind(c, STMT_SANDBOX_RENEW, &st, "tttttuttu", q->owner, q->sandbox_id,
+                r = prepare_bind(c, STMT_SANDBOX_RENEW, &st, "tttttuttuuuuu", q->owner, q->sandbox_id,
                                  q->workspace_scope_id, q->profile ?: "", q->new_lifecycle_id, (uint64_t) uid,
-                                 q->worker_id, q->worker_epoch, (uint64_t) q->now);
+                                 q->worker_id, q->worker_epoch, (uint64_t) q->now, q->limits.memory_bytes,
+                                 q->limits.max_processes, q->limits.cpu_millicores, q->limits.disk_quota_bytes);
         else
-                r = prepare_bind(c, STMT_SANDBOX_INSERT, &st, "ttttttuttu", q->owner, q->sandbox_id,
+                r = prepare_bind(c, STMT_SANDBOX_INSERT, &st, "ttttttuttuuuuu", q->owner, q->sandbox_id,
                                  q->workspace_scope_id, q->profile ?: "", internal_id, q->new_lifecycle_id,
-                                 (uint64_t) uid, q->worker_id, q->worker_epoch, (uint64_t) q->now);
+                                 (uint64_t) uid, q->worker_id, q->worker_epoch, (uint64_t) q->now,
+                                 q->limits.memory_bytes, q->limits.max_processes, q->limits.cpu_millicores,
+                                 q->limits.disk_quota_bytes);
         if (r < 0)
                 return r;
         r = store_sqlite_step(st);

@@ -142,6 +142,17 @@ static const Migration migrations[] = {
                 "CREATE INDEX execs_by_finished ON execs (finished_at) WHERE finished_at > 0;"
                 "CREATE INDEX execs_by_created ON execs (created_at);",
         },
+        {
+                /* Per-sandbox limits asked for at resolve (issue 4); 0 = the worker's default.
+                 * Additive: an older binary ignores them (and enforces its defaults). */
+                .version = 2,
+                .min_binary = 1,
+                .sql =
+                "ALTER TABLE sandboxes ADD COLUMN limit_memory_bytes INTEGER NOT NULL DEFAULT 0;"
+                "ALTER TABLE sandboxes ADD COLUMN limit_max_processes INTEGER NOT NULL DEFAULT 0;"
+                "ALTER TABLE sandboxes ADD COLUMN limit_cpu_millicores INTEGER NOT NULL DEFAULT 0;"
+                "ALTER TABLE sandboxes ADD COLUMN limit_disk_quota_bytes INTEGER NOT NULL DEFAULT 0;",
+        },
 };
 
 _Static_assert(ELEMENTSOF(migrations) == STORE_SQLITE_SCHEMA_LEVEL,

@@ -6,10 +6,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 
 #include "macros.h"
@@ -19,7 +22,8 @@
 #define SANDBOX_COLUMNS                                                                                   \
         "owner, sandbox_id, workspace_scope_id, profile, internal_id, lifecycle_id, generation, uid, "  \
         "status, worker_id, worker_epoch, lifecycle_count, content_version, created_at, updated_at, "    \
-        "connected_at, released_at"
+        "connected_at, released_at, limit_memory_bytes, limit_max_processes, limit_cpu_millicores, "     \
+        "limit_disk_quota_bytes"
 
 /* Filter used by list and count: ?1 owner, ?2 scope or NULL, ?3 'ANY', 'LIVE' or a status. */
 #define SANDBOX_FILTER                                                                                    \
@@ -50,7 +54,7 @@ const char *const store_sqlite_sql[_STMT_MAX] = {
         [STMT_SANDBOX_FENCE] = "SELECT generation, status FROM sandboxes WHERE owner = ?1 AND sandbox_id = ?2",
         [STMT_SANDBOX_INSERT] =
                 "INSERT INTO sandboxes (" SANDBOX_COLUMNS ") "
-                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, 'ASSIGNED', ?8, ?9, 1, 0, ?10, ?10, 0, 0)",
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, 'ASSIGNED', ?8, ?9, 1, 0, ?10, ?10, 0, 0, ?11, ?12, ?13, ?14)",
         /* A new lifecycle of a released row: same internal_id, everything else starts again.
          * content_version keeps counting so (internal_id, content_version) never names two
          * different contents. */
@@ -58,7 +62,9 @@ const char *const store_sqlite_sql[_STMT_MAX] = {
                 "UPDATE sandboxes SET workspace_scope_id = ?3, profile = ?4, lifecycle_id = ?5, "
                 "generation = generation + 1, uid = ?6, status = 'ASSIGNED', worker_id = ?7, worker_epoch = ?8, "
                 "lifecycle_count = lifecycle_count + 1, content_version = content_version + 1, "
-                "created_at = ?9, updated_at = ?9, connected_at = 0, released_at = 0 "
+                "created_at = ?9, updated_at = ?9, connected_at = 0, released_at = 0, "
+                "limit_memory_bytes = ?10, limit_max_processes = ?11, limit_cpu_millicores = ?12, "
+                "limit_disk_quota_bytes = ?13 "
                 "WHERE owner = ?1 AND sandbox_id = ?2 AND status = 'RELEASED'",
         [STMT_SANDBOX_CAS_STATUS] =
                 "UPDATE sandboxes SET status = ?5, updated_at = ?6, "
@@ -263,16 +269,83 @@ static int sqlite_report(Store *s, json_t **ret) {
         return 0;
 }
 
+/* ---- the WAL checkpointer ---- */
+
+#define CHECKPOINT_INTERVAL_MSEC 200
+/* Past this many WAL frames (4 KiB pages), readers kept a passive checkpoint from catching
+ * up for long: one that waits for them (writers wait meanwhile) keeps the WAL bounded. */
+#define CHECKPOINT_FORCE_FRAMES 16384
+
+static void *checkpoint_main(void *userdata) {
+        SqliteStore *s = userdata;
+        struct timespec deadline;
+
+        pthread_mutex_lock(&s->checkpoint_lock);
+        while (!s->checkpoint_stop) {
+                int log = 0, done = 0;
+
+                (void) clock_gettime(CLOCK_MONOTONIC, &deadline);
+                deadline.tv_nsec += CHECKPOINT_INTERVAL_MSEC * 1000000L;
+                deadline.tv_sec += deadline.tv_nsec / 1000000000L;
+                deadline.tv_nsec %= 1000000000L;
+                (void) pthread_cond_timedwait(&s->checkpoint_cond, &s->checkpoint_lock, &deadline);
+                if (s->checkpoint_stop)
+                        break;
+                pthread_mutex_unlock(&s->checkpoint_lock);
+                /* PASSIVE: copies what no reader still needs, never waits for the writer,
+                 * and the writer never waits for it. */
+                if (sqlite3_wal_checkpoint_v2(s->checkpointer->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done) ==
+                            SQLITE_OK &&
+                    log >= CHECKPOINT_FORCE_FRAMES && done < log)
+                        (void) sqlite3_wal_checkpoint_v2(s->checkpointer->db, NULL, SQLITE_CHECKPOINT_FULL, NULL, NULL);
+                pthread_mutex_lock(&s->checkpoint_lock);
+        }
+        pthread_mutex_unlock(&s->checkpoint_lock);
+        return NULL;
+}
+
+/* Without the thread, the writer keeps SQLite's automatic checkpoints. */
+static void checkpoint_start(SqliteStore *s) {
+        sigset_t all, old;
+
+        if (store_sqlite_conn_open(s->path, s->busy_timeout_ms, true, &s->checkpointer) < 0)
+                return;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &old);
+        s->checkpoint_running = pthread_create(&s->checkpoint_thread, NULL, checkpoint_main, s) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (!s->checkpoint_running) {
+                store_sqlite_conn_close(TAKE_PTR(s->checkpointer));
+                return;
+        }
+        (void) sqlite3_exec(s->writer->db, "PRAGMA wal_autocheckpoint = 0", NULL, NULL, NULL);
+}
+
+static void checkpoint_stop(SqliteStore *s) {
+        if (s->checkpoint_running) {
+                pthread_mutex_lock(&s->checkpoint_lock);
+                s->checkpoint_stop = true;
+                pthread_cond_signal(&s->checkpoint_cond);
+                pthread_mutex_unlock(&s->checkpoint_lock);
+                (void) pthread_join(s->checkpoint_thread, NULL);
+                s->checkpoint_running = false;
+        }
+        store_sqlite_conn_close(TAKE_PTR(s->checkpointer));
+}
+
 static void sqlite_close(Store *base) {
         SqliteStore *s = sq(base);
 
         if (!s)
                 return;
+        checkpoint_stop(s);
         store_sqlite_pool_close(s);
         store_sqlite_conn_close(s->writer);
         pthread_cond_destroy(&s->pool_cond);
         pthread_mutex_destroy(&s->pool_lock);
         pthread_mutex_destroy(&s->write_lock);
+        pthread_cond_destroy(&s->checkpoint_cond);
+        pthread_mutex_destroy(&s->checkpoint_lock);
         free(s->path);
         free(s);
 }
@@ -373,6 +446,12 @@ int store_open_sqlite(const StoreOptions *opts, Store **ret, char *errbuf, size_
         pthread_mutex_init(&s->write_lock, NULL);
         pthread_mutex_init(&s->pool_lock, NULL);
         pthread_cond_init(&s->pool_cond, NULL);
+        pthread_mutex_init(&s->checkpoint_lock, NULL);
+        pthread_condattr_t attr;
+        pthread_condattr_init(&attr);
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        pthread_cond_init(&s->checkpoint_cond, &attr);
+        pthread_condattr_destroy(&attr);
         s->path = strprintf("%s/%s", opts->data_dir, STORE_SQLITE_DB_NAME);
         if (!s->path)
                 return -ENOMEM;
@@ -390,6 +469,7 @@ int store_open_sqlite(const StoreOptions *opts, Store **ret, char *errbuf, size_
         r = store_sqlite_migrate(s->writer->db, s->path, &s->schema_version, errbuf, errlen);
         if (r < 0)
                 return r;
+        checkpoint_start(s);
 
         *ret = &TAKE_PTR(s)->base;
         return 0;

@@ -47,6 +47,15 @@ int sandbox_status_from_string(const char *s); /* -EINVAL if unknown */
 #define PRINCIPAL_NAME_MAX 64
 #define REASON_MAX 128
 
+/* A sandbox's own limits, asked for at the resolve that created its lifecycle, within the
+ * operator's maxima (core/sandbox-limits.h); 0 = the worker's default. */
+typedef struct SandboxLimits {
+        uint64_t memory_bytes;
+        uint64_t max_processes;
+        uint64_t cpu_millicores;               /* 1000 = one core */
+        uint64_t disk_quota_bytes;
+} SandboxLimits;
+
 typedef struct SandboxRecord {
         char owner[OWNER_MAX + 1];
         char sandbox_id[SANDBOX_ID_MAX + 1];
@@ -65,6 +74,7 @@ typedef struct SandboxRecord {
         usec_t updated_at;
         usec_t connected_at;                   /* 0 = never */
         usec_t released_at;                    /* 0 = live */
+        SandboxLimits limits;                  /* this lifecycle's own limits */
 } SandboxRecord;
 
 typedef struct LifecycleEvent {
@@ -95,6 +105,7 @@ typedef struct ResolveRequest {
         const char *new_internal_id;
         const char *new_lifecycle_id;
         usec_t now;
+        SandboxLimits limits;                  /* for a lifecycle it creates; a live one keeps its own */
 } ResolveRequest;
 
 #define SANDBOX_FILTER_LIVE (-1) /* every status but RELEASED */

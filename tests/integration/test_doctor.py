@@ -218,8 +218,11 @@ def test_doctor_with_read_only_cgroups_reports_exactly_the_cgroup_failures(tmp_p
     prefix = ["unshare", "-m", "--propagation", "private", "sh", "-c", RO_CGROUPS, "sh"]
     rc, checks, doc, _ = doctor_json(tmp_path / "data", prefix=prefix)
     assert rc == 0, "read-only cgroups weaken limits; the daemon can still serve"
-    mem = checks["limit memory"]
-    assert mem["status"] == "WARN" and mem["detail"].startswith("none:") and "Read-only file system" in mem["detail"], mem
+    # No cgroup: memory and pids are left to the sampling supervisor, and it says so.
+    for controller in ("memory", "pids"):
+        row = checks[f"limit {controller}"]
+        assert row["status"] == "WARN" and row["detail"].startswith("sampled:"), row
+        assert "Read-only file system" in row["detail"] and "sampling supervisor" in row["detail"], row
     for controller in ("pids", "cpu"):
         row = checks[f"limit {controller}"]
         assert row["status"] == "WARN" and not row["detail"].startswith("cgroup"), row
@@ -291,7 +294,9 @@ def test_healthz_with_read_only_cgroups_says_no_cgroup_limits(daemon_factory):
     d.command = lambda: ["unshare", "-m", "--propagation", "private", "sh", "-c", RO_CGROUPS, "sh", *orig()]
     d.start()
     rc, _ = resource_control(d)
-    assert rc["memory"]["mechanism"] == "none", rc["memory"]
+    # Sampled (src/core/sampler.c), never a cgroup; test_sampler.py shows it enforced.
+    assert rc["memory"]["mechanism"] == "sampled", rc["memory"]
+    assert rc["pids"]["mechanism"] == "sampled", rc["pids"]
     assert "Read-only file system" in rc["memory"]["evidence"]
     for controller in ("pids", "cpu"):
         assert not rc[controller]["mechanism"].startswith("cgroup"), rc[controller]

@@ -189,6 +189,46 @@ static void test_v2_apply_writes_the_limit_files(void **state) {
         (void) rmdir(dir);
 }
 
+/* v2 per-exec memory: the sandbox cgroup hands memory to its execs' tracking cgroups, whose
+ * own memory.events and memory.peak then say what happened to that exec alone. */
+static void test_v2_per_exec_memory_counters(void **state) {
+        char dir[] = "/tmp/test-cgroup-v2-XXXXXX", path[128], buf[64];
+        CgroupMemoryCounters m;
+        FILE *f;
+        size_t n;
+        int fd;
+
+        assert_non_null(mkdtemp(dir));
+        (void) bsprintf(path, sizeof path, "%s/cgroup.subtree_control", dir);
+        write_file(path, "");
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(cgroup_limits_v2_delegate_memory(fd), 0);
+        f = fopen(path, "re");
+        assert_non_null(f);
+        n = fread(buf, 1, sizeof buf - 1, f);
+        buf[n] = '\0';
+        fclose(f);
+        assert_string_equal(buf, "+memory");
+        (void) unlink(path);
+
+        /* Without the controller there are no counters: the caller falls back. */
+        assert_true(cgroup_limits_memory_counters(fd, true, &m) < 0);
+        (void) bsprintf(path, sizeof path, "%s/memory.events", dir);
+        write_file(path, "low 0\nhigh 0\nmax 7\noom 1\noom_kill 1\noom_group_kill 0\n");
+        (void) bsprintf(path, sizeof path, "%s/memory.peak", dir);
+        write_file(path, "134217728\n");
+        assert_int_equal(cgroup_limits_memory_counters(fd, true, &m), 0);
+        assert_int_equal(m.oom_kills, 1);
+        assert_int_equal(m.failcnt, 7);
+        assert_int_equal(m.peak_bytes, 134217728);
+        (void) unlink(path);
+        (void) bsprintf(path, sizeof path, "%s/memory.events", dir);
+        (void) unlink(path);
+        close(fd);
+        (void) rmdir(dir);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_cpu_quota_accepts_decimal_cores),
@@ -198,6 +238,7 @@ int main(void) {
                 cmocka_unit_test(test_detect_prefers_v2_with_controllers),
                 cmocka_unit_test(test_detect_none_without_cgroups),
                 cmocka_unit_test(test_v2_apply_writes_the_limit_files),
+                cmocka_unit_test(test_v2_per_exec_memory_counters),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

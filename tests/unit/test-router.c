@@ -41,6 +41,7 @@ STUB(handle_exec_get)
 STUB(handle_exec_output)
 STUB(handle_exec_events)
 STUB(handle_exec_cancel)
+STUB(handle_mcp)
 __attribute__((weak)) int upload_files_raw(Request *req, int *ret_fd) { return 0; }
 __attribute__((weak)) int upload_files_archive(Request *req, int *ret_fd) { return 0; }
 
@@ -66,7 +67,14 @@ static void test_every_handler_is_routed_once(void **state) {
                         seen += router_routes[i].handler == handlers[h];
                 assert_int_equal(seen, 1);
         }
-        assert_int_equal(router_routes_count, sizeof handlers / sizeof handlers[0]);
+        /* MCP answers at two paths, /mcp and Sandloom's /api/v1/sandboxes/mcp/streamable-http. */
+        {
+                unsigned mcp = 0;
+                for (size_t i = 0; i < router_routes_count; i++)
+                        mcp += router_routes[i].handler == handle_mcp;
+                assert_int_equal(mcp, 2);
+                assert_int_equal(router_routes_count, sizeof handlers / sizeof handlers[0] + mcp);
+        }
         /* Every (method, pattern) pair is unique. */
         for (size_t i = 0; i < router_routes_count; i++)
                 for (size_t j = i + 1; j < router_routes_count; j++)

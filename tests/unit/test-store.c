@@ -34,6 +34,7 @@ typedef struct Resolve {
         const char *owner, *sandbox_id, *scope;
         const char *worker, *epoch;
         uint32_t start, end;
+        SandboxLimits limits;
 } Resolve;
 
 static int resolve_full(Store *s, const Resolve *x, SandboxRecord *ret, bool *ret_created) {
@@ -58,6 +59,7 @@ static int resolve_full(Store *s, const Resolve *x, SandboxRecord *ret, bool *re
                 .new_internal_id = internal,
                 .new_lifecycle_id = lifecycle,
                 .now = now_realtime_usec(),
+                .limits = x->limits,
         };
         return s->ops->sandbox_resolve(s, &q, ret, ret_created);
 }
@@ -118,8 +120,8 @@ static void test_fresh_database_is_migrated_private_and_wal(void **state) {
         assert_int_equal(st.st_mode & 07777, 0600);
 
         db = raw_db(f->dir);
-        assert_int_equal(raw_int(db, "SELECT count(*) FROM schema_migrations"), 1);
-        assert_int_equal(raw_int(db, "SELECT max(version) FROM schema_migrations"), 1);
+        assert_int_equal(raw_int(db, "SELECT count(*) FROM schema_migrations"), 2);
+        assert_int_equal(raw_int(db, "SELECT max(version) FROM schema_migrations"), 2);
         assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN "
                                      "('workers', 'sandboxes', 'sandbox_events', 'uids', 'execs')"),
                          5);
@@ -129,7 +131,7 @@ static void test_fresh_database_is_migrated_private_and_wal(void **state) {
         assert_int_equal(f->store->ops->report(f->store, &report), 0);
         assert_string_equal(json_string_value(json_object_get(report, "backend")), "sqlite");
         assert_string_equal(json_string_value(json_object_get(report, "path")), "sandloom.db");
-        assert_int_equal(json_integer_value(json_object_get(report, "schema_version")), 1);
+        assert_int_equal(json_integer_value(json_object_get(report, "schema_version")), 2);
         json_decref(report);
 }
 
@@ -149,7 +151,7 @@ static void test_reopen_applies_nothing_and_keeps_data(void **state) {
         f->store = open_store(f->dir);
 
         db = raw_db(f->dir);
-        assert_int_equal(raw_int(db, "SELECT count(*) FROM schema_migrations"), 1);
+        assert_int_equal(raw_int(db, "SELECT count(*) FROM schema_migrations"), 2);
         assert_int_equal(raw_int(db, "SELECT applied_at FROM schema_migrations WHERE version = 1"), applied);
         sqlite3_close(db);
         assert_int_equal(f->store->ops->sandbox_get(f->store, OWNER, "keep-me", &b), 0);
@@ -169,27 +171,27 @@ static void test_newer_compatible_schema_opens_but_one_needing_newer_binary_is_r
 
         /* A newer binary added an additive migration: we can still use the database. */
         db = raw_db(f->dir);
-        raw_exec(db, "INSERT INTO schema_migrations VALUES (2, 1, 0)");
+        raw_exec(db, "INSERT INTO schema_migrations VALUES (3, 1, 0)");
         sqlite3_close(db);
         f->store = open_store(f->dir);
         assert_int_equal(f->store->ops->report(f->store, &report), 0);
-        assert_int_equal(json_integer_value(json_object_get(report, "schema_version")), 2);
+        assert_int_equal(json_integer_value(json_object_get(report, "schema_version")), 3);
         json_decref(report);
         store_close(f->store);
         f->store = NULL;
 
         /* Then one that older binaries cannot understand. */
         db = raw_db(f->dir);
-        raw_exec(db, "INSERT INTO schema_migrations VALUES (3, 3, 0)");
+        raw_exec(db, "INSERT INTO schema_migrations VALUES (4, 4, 0)");
         sqlite3_close(db);
         assert_int_equal(store_open_sqlite(&o, &s, err, sizeof err), -EPROTO);
         assert_ptr_equal(s, (Store *) 0x1); /* untouched on failure */
-        assert_non_null(strstr(err, "needs sandloom schema level 3; this binary supports up to 1"));
+        assert_non_null(strstr(err, "needs sandloom schema level 4; this binary supports up to 2"));
         assert_non_null(strstr(err, f->dir));
 
         /* Refusing changed nothing. */
         db = raw_db(f->dir);
-        assert_int_equal(raw_int(db, "SELECT count(*) FROM schema_migrations"), 3);
+        assert_int_equal(raw_int(db, "SELECT count(*) FROM schema_migrations"), 4);
         sqlite3_close(db);
 }
 
@@ -228,6 +230,35 @@ static void test_resolve_creates_then_returns_same_then_refuses_other_scope(void
         assert_int_equal(f->store->ops->sandbox_get_internal(f->store, a.internal_id, &b), 0);
         assert_memory_equal(&a, &b, sizeof a);
         assert_int_equal(f->store->ops->sandbox_get(f->store, OWNER, "sbx-2", &b), -ENOENT);
+}
+
+/* A sandbox's own limits belong to its lifecycle: kept while it lives (a resolve of the live
+ * sandbox does not change them), replaced by the next lifecycle's. */
+static void test_limits_are_kept_for_the_lifecycle_and_renewed_with_it(void **state) {
+        Fixture *f = *state;
+        SandboxLimits mine = { .memory_bytes = 256u << 20, .max_processes = 32, .cpu_millicores = 500,
+                               .disk_quota_bytes = 64u << 20 };
+        SandboxRecord a, b, c;
+        bool created;
+
+        assert_int_equal(resolve_full(f->store, &(Resolve) { .sandbox_id = "sbx-lim", .limits = mine }, &a, &created), 0);
+        assert_true(created);
+        assert_memory_equal(&a.limits, &mine, sizeof mine);
+        assert_int_equal(f->store->ops->sandbox_get(f->store, OWNER, "sbx-lim", &b), 0);
+        assert_memory_equal(&b.limits, &mine, sizeof mine);
+        assert_int_equal(resolve_full(f->store, &(Resolve) { .sandbox_id = "sbx-lim", .limits = { .max_processes = 9 } },
+                                      &b, &created), 0);
+        assert_false(created);
+        assert_memory_equal(&b.limits, &mine, sizeof mine);
+
+        release(f->store, &a);
+        assert_int_equal(resolve_full(f->store, &(Resolve) { .sandbox_id = "sbx-lim", .limits = { .max_processes = 9 } },
+                                      &c, &created), 0);
+        assert_true(created);
+        assert_int_equal(c.limits.max_processes, 9);
+        assert_int_equal(c.limits.memory_bytes, 0);
+        assert_int_equal(c.limits.cpu_millicores, 0);
+        assert_int_equal(c.limits.disk_quota_bytes, 0);
 }
 
 static void test_release_then_resolve_starts_new_lifecycle_and_keeps_both_histories(void **state) {
@@ -721,6 +752,7 @@ int main(void) {
                 T(test_newer_compatible_schema_opens_but_one_needing_newer_binary_is_refused),
                 T(test_resolve_creates_then_returns_same_then_refuses_other_scope),
                 T(test_release_then_resolve_starts_new_lifecycle_and_keeps_both_histories),
+                T(test_limits_are_kept_for_the_lifecycle_and_renewed_with_it),
                 T(test_transition_reports_enoent_estale_ebusy_and_changes_nothing),
                 T(test_touch_bumps_content_version_only_for_the_current_generation),
                 T(test_tiny_uid_range_exhausts_and_quarantined_uid_waits_for_uid_free),
