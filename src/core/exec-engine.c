@@ -429,15 +429,14 @@ int exec_launch_submit(Exec *x) {
 }
 
 static int launchers_start(ExecEngine *e) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        unsigned want = (unsigned) MIN(MAX(2 * cores, 4L), (long) EXEC_LAUNCH_THREADS_MAX);
         sigset_t all, old;
         int r = 0;
 
         /* No process-directed signal for these threads: they are the main thread's. */
         sigfillset(&all);
         (void) pthread_sigmask(SIG_BLOCK, &all, &old);
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        unsigned want = (unsigned) MIN(MAX(2 * cores, 4L), (long) EXEC_LAUNCH_THREADS_MAX);
-
         for (; e->n_launchers < want; e->n_launchers++) {
                 r = -pthread_create(&e->launchers[e->n_launchers], NULL, launcher_main, e);
                 if (r < 0)

@@ -310,6 +310,8 @@ static void checkpoint_start(SqliteStore *s) {
 
         if (store_sqlite_conn_open(s->path, s->busy_timeout_ms, true, &s->checkpointer) < 0)
                 return;
+        /* It copies WAL frames into the database; it reads no tables. */
+        (void) sqlite3_exec(s->checkpointer->db, "PRAGMA cache_size = -64", NULL, NULL, NULL);
         sigfillset(&all);
         pthread_sigmask(SIG_BLOCK, &all, &old);
         s->checkpoint_running = pthread_create(&s->checkpoint_thread, NULL, checkpoint_main, s) == 0;
