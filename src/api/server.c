@@ -734,9 +734,12 @@ void server_stop(Server *s) {
         jobpool_stop(s->wait_jobs);
         jobpool_stop(s->finish_jobs);
         /* libmicrohttpd must not be stopped with a suspended connection: answer every
-         * parked request with 503 and resume it, then let those answers go out. */
-        if (parklist_abandon_all(&s->parks) > 0)
-                wait_idle(s, 2 * USEC_PER_SEC);
+         * parked request with 503 and resume it, then let those answers go out — and the
+         * answers stored just before (a parked request resumed with its own reply, e.g. an
+         * exec's WORKER_LOST record at the end of the grace period): wait for every request
+         * in flight, not only the ones abandoned here. */
+        (void) parklist_abandon_all(&s->parks);
+        wait_idle(s, 2 * USEC_PER_SEC);
         MHD_stop_daemon(s->mhd);
         safe_close(s->quiesced_fd);
         jobpool_free(s->wait_jobs);

@@ -368,6 +368,9 @@ static int setup_isolation(Daemon *d, IsolationLevel *ret_level, NetworkMode *re
                 return 0;
         }
         spawner_get_info(d->spawner, &info);
+        if (!info.helper_exec)
+                log_warning("sandloom-spawner was not found beside this binary (or could not run): the launch "
+                            "helper runs in a forked copy of the daemon, which costs about 0.5 ms more CPU per exec.");
 
         r = probe_levels(d->spawner, d->tmp_fd, probe_uid(&d->config), net, &probe);
         if (r < 0) {

@@ -56,6 +56,8 @@ void exec_output_done(ExecOutput *o) {
 
         safe_close(fd);
         o->pipe_fd = safe_close(o->pipe_fd);
+        free(o->head);
+        o->head = NULL;
 }
 
 bool exec_output_truncated(const ExecOutput *o) {
@@ -63,29 +65,57 @@ bool exec_output_truncated(const ExecOutput *o) {
 }
 
 ssize_t exec_output_read(ExecOutput *o, uint64_t offset, void *buf, size_t max) {
+        /* `kept` first: the pump sets spool_fd (and writes the head) before it lets `kept`
+         * pass what the head holds, so whatever this sees is readable. */
         uint64_t kept = atomic_load(&o->kept);
         int fd = atomic_load(&o->spool_fd);
         ssize_t n;
 
         if (offset >= kept || max == 0)
                 return 0;
-        if (fd < 0)
-                return -EIO;
         max = (size_t) MIN((uint64_t) max, kept - offset);
+        if (fd < 0) {
+                /* Never past the head while there is no file (kept ≤ EXEC_OUTPUT_HEAD_MAX). */
+                if (!o->head || kept > EXEC_OUTPUT_HEAD_MAX)
+                        return -EIO;
+                memcpy(buf, o->head + offset, max);
+                return (ssize_t) max;
+        }
         do
                 n = pread(fd, buf, max, (off_t) offset);
         while (n < 0 && errno == EINTR);
         return n < 0 ? -errno : n;
 }
 
+/* The spool file, not yet published in o->spool_fd. */
 static int spool_open(ExecOutput *o) {
         int fd;
 
         fd = openat(o->dir_fd, o->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0 && errno == EEXIST) /* a leftover of a crash: the uid is random, so stale */
                 fd = openat(o->dir_fd, o->name, O_RDWR | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
+        return fd < 0 ? -errno : fd;
+}
+
+/* Past the head: the file gets the head's bytes first and only then is published (a
+ * reader that sees spool_fd reads from it, and must find bytes 0..kept there). */
+static int spill(ExecOutput *o, uint64_t kept) {
+        int fd = spool_open(o);
+        size_t done = 0;
+
         if (fd < 0)
-                return -errno;
+                return fd;
+        while (done < kept) {
+                ssize_t w = pwrite(fd, o->head + done, (size_t) kept - done, (off_t) done);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0) {
+                        int r = w < 0 ? -errno : -EIO;
+                        safe_close(fd);
+                        return r;
+                }
+                done += (size_t) w;
+        }
         atomic_store(&o->spool_fd, fd);
         return 0;
 }
@@ -98,8 +128,21 @@ static void keep(ExecOutput *o, const char *data, size_t n) {
         if (o->spool_error < 0 || kept >= o->cap)
                 return; /* counted, dropped: the process runs on undisturbed */
         m = (size_t) MIN((uint64_t) n, o->cap - kept);
+        if (atomic_load(&o->spool_fd) < 0 && kept + m <= EXEC_OUTPUT_HEAD_MAX) {
+                if (!o->head) {
+                        o->head = malloc(EXEC_OUTPUT_HEAD_MAX);
+                        if (!o->head) {
+                                o->spool_error = -ENOMEM;
+                                return;
+                        }
+                }
+                memcpy(o->head + kept, data, m);
+                /* After the copy: a reader that sees the new `kept` finds the bytes. */
+                atomic_store(&o->kept, kept + m);
+                return;
+        }
         if (atomic_load(&o->spool_fd) < 0) {
-                int r = spool_open(o);
+                int r = spill(o, kept);
                 if (r < 0) {
                         o->spool_error = r;
                         return;

@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "macros.h"
 #include "sqlite-internal.h"
@@ -431,6 +431,7 @@ static void sqlite_store_freep(SqliteStore **s) {
 
 int store_open_sqlite(const StoreOptions *opts, Store **ret, char *errbuf, size_t errlen) {
         _cleanup_(sqlite_store_freep) SqliteStore *s = NULL;
+        pthread_condattr_t attr;
         int r;
 
         if (!opts || isempty(opts->data_dir) || !ret)
@@ -449,7 +450,6 @@ int store_open_sqlite(const StoreOptions *opts, Store **ret, char *errbuf, size_
         pthread_mutex_init(&s->pool_lock, NULL);
         pthread_cond_init(&s->pool_cond, NULL);
         pthread_mutex_init(&s->checkpoint_lock, NULL);
-        pthread_condattr_t attr;
         pthread_condattr_init(&attr);
         pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
         pthread_cond_init(&s->checkpoint_cond, &attr);

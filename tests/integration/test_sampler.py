@@ -148,7 +148,9 @@ def test_fork_bomb_never_exceeds_the_limit_without_a_pids_cgroup(daemon_factory)
 
 def _spawn_as(uid, n):
     """N sleeping processes of UID started by the test (root) itself: they escape the sandbox's
-    RLIMIT_NPROC, as processes of the uid that were never limited would."""
+    RLIMIT_NPROC, as processes of the uid that were never limited would. Each one execs
+    /bin/sleep: a forked copy of pytest would carry its whole resident memory (counted once per
+    process), and 15 of them can pass the memory limit before the process count is looked at."""
     pids = []
     for _ in range(n):
         pid = os.fork()
@@ -156,9 +158,9 @@ def _spawn_as(uid, n):
             try:
                 os.setgid(uid)
                 os.setuid(uid)
-                time.sleep(60)
+                os.execv("/bin/sleep", ["sleep", "60"])
             finally:
-                os._exit(0)
+                os._exit(127)
         pids.append(pid)
     return pids
 

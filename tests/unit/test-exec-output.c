@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests for the output pump (src/core/exec-output.c): spooling with a cap that never
- * blocks the writer, lazy spool files, EOF, calls and timers. */
+ * blocks the writer, the in-memory head and lazy spool files, EOF, calls and timers. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -172,6 +172,47 @@ static void test_no_output_creates_no_spool_file(void **state) {
         close(dir_fd);
 }
 
+/* A short stream stays in memory (no file); once it grows past the head, the spool file holds
+ * every byte from 0, and reads see the same bytes before and after. */
+static void test_small_output_stays_in_memory_and_spills_whole(void **state) {
+        ExecPump *p = NULL;
+        ExecOutput o;
+        int fds[2], dir_fd;
+        char big[EXEC_OUTPUT_HEAD_MAX + 1000], back[sizeof big + 100];
+        struct stat st;
+
+        for (size_t i = 0; i < sizeof big; i++)
+                big[i] = (char) ('a' + i % 26);
+        dir_fd = open(*state, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_int_equal(pipe2(fds, O_CLOEXEC | O_NONBLOCK), 0);
+        assert_int_equal(exec_pump_new(&p), 0);
+        output_prepare(&o, dir_fd, "u.stdout", 1024 * 1024, fds[0]);
+        assert_int_equal(exec_pump_add_output(p, &o), 0);
+
+        assert_int_equal(write(fds[1], big, 100), 100);
+        assert_true(wait_for(&ctx.datas, 1));
+        for (int i = 0; i < 1000 && atomic_load(&o.kept) < 100; i++)
+                usleep(1000);
+        assert_int_equal(atomic_load(&o.kept), 100);
+        assert_int_equal(fstatat(dir_fd, "u.stdout", &st, 0), -1); /* in memory only */
+        assert_int_equal(errno, ENOENT);
+        assert_int_equal(exec_output_read(&o, 10, back, 50), 50);
+        assert_memory_equal(back, big + 10, 50);
+
+        assert_int_equal(write(fds[1], big + 100, sizeof big - 100), (ssize_t) (sizeof big - 100));
+        close(fds[1]);
+        assert_true(wait_for(&ctx.eofs, 1));
+        assert_int_equal(atomic_load(&o.kept), sizeof big);
+        assert_int_equal(fstatat(dir_fd, "u.stdout", &st, 0), 0);
+        assert_int_equal(st.st_size, (off_t) sizeof big);
+        assert_int_equal(exec_output_read(&o, 0, back, sizeof back), (ssize_t) sizeof big);
+        assert_memory_equal(back, big, sizeof big);
+        assert_false(exec_output_truncated(&o));
+        exec_output_done(&o);
+        exec_pump_free(p);
+        close(dir_fd);
+}
+
 static void fired(PumpTimer *t) {
         pthread_mutex_lock(&ctx.lock);
         ctx.fired[ctx.n_fired++] = (int) (t->when % 1000);
@@ -224,6 +265,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_output_past_the_cap_is_counted_and_never_blocks_the_writer, setup,
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_no_output_creates_no_spool_file, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_small_output_stays_in_memory_and_spills_whole, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_timers_fire_in_order_and_disarmed_ones_never, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_calls_run_on_the_pump, setup, teardown),
         };
