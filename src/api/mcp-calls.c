@@ -280,6 +280,13 @@ static json_t *path_ok_json(McpCall *c, const char *canon) {
                          (json_int_t) arg_u64(c, "generation", 0), "status", "ok", "path", canon);
 }
 
+static int too_large(McpCall *c, uint64_t max) {
+        (void) error_set(&c->error, -EFBIG, 413, "SANDBOX_FILE_TOO_LARGE",
+                         "content is larger than %" PRIu64 " bytes (SANDBOX_MAX_FILE_API_BYTES); write it in parts "
+                         "or use the HTTP API's PUT .../files/raw", max);
+        return 0;
+}
+
 int mcp_call_write_file(McpCall *c) {
         _cleanup_(sandbox_handle_closep) SandboxHandle *h = NULL;
         const char *text = arg_str(c, "content"), *b64 = arg_str(c, "content_base64");
@@ -297,7 +304,7 @@ int mcp_call_write_file(McpCall *c) {
         if (b64) {
                 r = base64_decode(b64, strlen(b64), (size_t) MIN(max, (uint64_t) SIZE_MAX), &decoded, &size);
                 if (r == -EFBIG)
-                        goto too_large;
+                        return too_large(c, max);
                 if (r < 0)
                         return invalid(c, "content_base64", "must be standard base64");
                 data = decoded;
@@ -305,7 +312,7 @@ int mcp_call_write_file(McpCall *c) {
                 data = text;
                 size = strlen(text);
                 if (size > max)
-                        goto too_large;
+                        return too_large(c, max);
         }
 
         r = open_files(c, HOLD_FILE_WRITE, canon, NULL, true, &h);
@@ -318,11 +325,6 @@ int mcp_call_write_file(McpCall *c) {
         return answer(c, json_pack("{s:s, s:I, s:s, s:s, s:I}", "sandbox_id", arg_str(c, "sandbox_id"), "generation",
                                    (json_int_t) arg_u64(c, "generation", 0), "status", "WRITTEN", "path", canon,
                                    "size_bytes", (json_int_t) size));
-too_large:
-        (void) error_set(&c->error, -EFBIG, 413, "SANDBOX_FILE_TOO_LARGE",
-                         "content is larger than %" PRIu64 " bytes (SANDBOX_MAX_FILE_API_BYTES); write it in parts "
-                         "or use the HTTP API's PUT .../files/raw", max);
-        return 0;
 }
 
 int mcp_call_read_file(McpCall *c) {
@@ -340,10 +342,13 @@ int mcp_call_read_file(McpCall *c) {
         if (r < 0)
                 return fail(c, r, "opening the sandbox");
         r = files_read(h, canon, max, &data, &size, &c->error);
-        if (r == -EFBIG)
+        if (r == -EFBIG) {
+                /* The core already said "too large": replace it with the hint for agents. */
+                c->error = (Error) ERROR_INIT;
                 (void) error_set(&c->error, r, 413, "SANDBOX_FILE_TOO_LARGE",
                                  "file is larger than %" PRIu64 " bytes; read a part with sandbox_exec (head, tail, "
                                  "sed -n) or use the HTTP API's GET .../files/raw", max);
+        }
         if (r < 0)
                 return fail(c, r, "reading the file");
         r = base64_encode(data, size, &b64, &b64_len);
@@ -526,7 +531,7 @@ static int exec_args(McpCall *c, ExecArgs *a) {
                 Error e = ERROR_INIT;
                 if (files_normalize_path(cwd, strlen(cwd), a->cwd, sizeof a->cwd, &e) < 0) {
                         if (e.status == 422)
-                                return invalid(c, "cwd", "not a valid path"), -EINVAL;
+                                return invalid(c, "cwd", e.message), -EINVAL;
                         return error_set(&c->error, -EINVAL, 400, "SANDBOX_INVALID_CWD",
                                          "cwd is outside /workspace, /home/sandbox, /cache and /envs");
                 }

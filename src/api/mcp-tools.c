@@ -60,7 +60,8 @@ struct McpTool {
 #define A_GENERATION                                                                                     \
         { "generation", P_INTEGER, true, 1, INT64_MAX, NULL,                                               \
           "The sandbox's current generation, as returned by sandbox_resolve. A call with an old one fails " \
-          "with STALE_SANDBOX_GENERATION: then call sandbox_resolve again and use the generation it returns." }
+          "with STALE_SANDBOX_GENERATION (sandbox_create: STALE_SANDBOX_ROUTE): then call sandbox_resolve " \
+          "again and use the generation it returns." }
 #define A_EXEC_ID(what)                                                                                  \
         { "exec_id", P_ID, true, 1, 128, NULL, what }
 

@@ -130,8 +130,11 @@ static void parse_limits(Validation *v, json_t *body, SandboxLimits *ret, bool *
         if (j && !json_is_null(j)) {
                 /* Cores, at most 3 decimals: 0.5, 2, 1.25. */
                 double cores = json_number_value(j), milli = cores * 1000.0;
-                uint64_t m = (uint64_t) (milli + 0.5);
+                uint64_t m = 0;
 
+                /* Converted only once in range: out of range, the cast is undefined. */
+                if (cores >= 0.001 && cores <= 4096.0)
+                        m = (uint64_t) (milli + 0.5);
                 if (!json_is_number(j))
                         validation_add(v, "body", "limits.cpu_quota", "float_type", "Input should be a valid number");
                 else if (!(cores >= 0.001 && cores <= 4096.0))

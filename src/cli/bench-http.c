@@ -30,6 +30,7 @@ typedef struct Slot {
 struct BenchHttp {
         CURLM *multi;
         char *base_url;
+        char *no_proxy;
         struct curl_slist *headers;
         long timeout_ms;
         Slot *slots;
@@ -62,7 +63,7 @@ static size_t write_cb(char *data, size_t one, size_t n, void *userdata) {
         return n;
 }
 
-int bench_http_new(const char *base_url, const char *token, long timeout_ms, BenchHttp **ret) {
+int bench_http_new(const char *base_url, const char *token, const char *no_proxy, long timeout_ms, BenchHttp **ret) {
         _cleanup_free_ char *auth = NULL;
         BenchHttp *h;
 
@@ -71,8 +72,9 @@ int bench_http_new(const char *base_url, const char *token, long timeout_ms, Ben
                 return -ENOMEM;
         h->multi = curl_multi_init();
         h->base_url = strdup(base_url);
+        h->no_proxy = strdup(no_proxy);
         auth = strprintf("Authorization: Bearer %s", token);
-        if (!h->multi || !h->base_url || !auth) {
+        if (!h->multi || !h->base_url || !h->no_proxy || !auth) {
                 bench_http_free(h);
                 return -ENOMEM;
         }
@@ -115,6 +117,7 @@ BenchHttp *bench_http_free(BenchHttp *h) {
                 curl_slist_free_all(h->headers);
         }
         free(h->base_url);
+        free(h->no_proxy);
         free(h);
         return NULL;
 }
@@ -155,6 +158,7 @@ static int slot_start(BenchHttp *h, Slot *s, char *err, size_t errlen) {
         s->errbuf[0] = '\0';
         (void) curl_easy_setopt(e, CURLOPT_URL, s->url);
         (void) curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+        (void) curl_easy_setopt(e, CURLOPT_NOPROXY, h->no_proxy);
         (void) curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
         (void) curl_easy_setopt(e, CURLOPT_HTTPHEADER, h->headers);
         (void) curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb);

@@ -264,6 +264,7 @@ int bench_run_serial(Bench *b, json_t *result, char *err, size_t errlen) {
         if (r >= 0)
                 r = execer_init(&e, b, &c, "serial");
         if (r < 0) {
+                bench_sandboxes_release(b, &c, 1, result); /* what the set-up made before it failed */
                 bench_sandboxes_done(&c);
                 return r;
         }
@@ -299,6 +300,7 @@ int bench_run_load(Bench *b, json_t *result, char *err, size_t errlen) {
         if (r >= 0)
                 r = execer_init(&e, b, &c, "load");
         if (r < 0) {
+                bench_sandboxes_release(b, &c, conc, result); /* what the set-up made before it failed */
                 bench_sandboxes_done(&c);
                 return r;
         }

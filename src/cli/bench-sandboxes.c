@@ -183,7 +183,9 @@ static int releaser_next(void *ud, unsigned slot, BenchCall *call) {
         Releaser *rl = ud;
         char id[160];
 
-        while (rl->next_index < rl->n && rl->resolved && !rl->resolved[rl->next_index])
+        if (!rl->resolved)
+                return 0; /* the set-up could not even allocate: nothing was created */
+        while (rl->next_index < rl->n && !rl->resolved[rl->next_index])
                 rl->next_index++;
         if (rl->next_index >= rl->n)
                 return 0;

@@ -739,7 +739,8 @@ int bench_main(int argc, char **argv) {
                         return 1;
                 }
                 daemon = b.daemon;
-                r = bench_http_new(client_base_url(client), client_token(client), o.timeout_ms, &http);
+                r = bench_http_new(client_base_url(client), client_token(client), client_no_proxy(client), o.timeout_ms,
+                                   &http);
                 if (r < 0) {
                         fprintf(stderr, "sandloom bench: out of memory\n");
                         return 1;

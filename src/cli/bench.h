@@ -85,7 +85,8 @@ typedef struct BenchLoop {
         void *ud;
 } BenchLoop;
 
-int bench_http_new(const char *base_url, const char *token, long timeout_ms, BenchHttp **ret);
+/* NO_PROXY as client_no_proxy(): the token never goes to $http_proxy for a loopback daemon. */
+int bench_http_new(const char *base_url, const char *token, const char *no_proxy, long timeout_ms, BenchHttp **ret);
 BenchHttp *bench_http_free(BenchHttp *h);
 DEFINE_TRIVIAL_CLEANUP_FUNC(BenchHttp *, bench_http_free);
 /* TCP connections opened so far: with keep-alive, about one per slot over a whole run. */

@@ -285,7 +285,8 @@ static int run_get(CliArgs *a, Client *c) {
         if (r == 0) {
                 mask = umask(0);
                 (void) umask(mask);
-                if (fchmod(fd, 0666 & ~mask) < 0 || close(TAKE_FD(fd)) < 0 || rename(tmp, target) < 0)
+                /* fsync before rename: after a crash the file is whole or absent, never empty. */
+                if (fchmod(fd, 0666 & ~mask) < 0 || fsync(fd) < 0 || close(TAKE_FD(fd)) < 0 || rename(tmp, target) < 0)
                         r = cli_error(CLI_LOCAL_FILE, "cannot write %s: %s", target, strerror(errno));
         }
         if (r != 0) {
@@ -342,8 +343,8 @@ static int run_put(CliArgs *a, Client *c) {
 
                 if (fd < 0)
                         return cli_error(CLI_LOCAL_FILE, "cannot open %s: %s", local, strerror(errno));
-                if (fstat(fd, &st) < 0 || S_ISDIR(st.st_mode)) {
-                        r = S_ISDIR(st.st_mode) ? EISDIR : errno;
+                r = fstat(fd, &st) < 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0; /* st unset if fstat() failed */
+                if (r != 0) {
                         (void) close(fd);
                         return cli_error(CLI_LOCAL_FILE, "cannot read %s: %s", local, strerror(r));
                 }

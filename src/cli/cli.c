@@ -13,7 +13,6 @@
 #include "string-util.h"
 
 #define CLI_TIMEOUT_MS (10L * 60 * 1000) /* a JSON call that takes longer than this is stuck */
-#define CLI_TOKEN_FILE_MAX 4096
 #define CLI_ERROR_MAX 2048
 #define PAGES_MAX 100000 /* a daemon that keeps answering has_more cannot keep us forever */
 
@@ -297,12 +296,11 @@ int cli_connect(const CliArgs *a, long timeout_ms, Client **ret) {
         int r;
 
         if (a->token_file && !a->token) {
-                r = read_full_file_at(AT_FDCWD, a->token_file, CLI_TOKEN_FILE_MAX, &token, NULL);
+                r = client_read_token_file(a->token_file, &token);
+                if (r == -ENODATA)
+                        return cli_error(CLI_NO_TOKEN, "the token file %s is empty", a->token_file);
                 if (r < 0)
                         return cli_error(CLI_NO_TOKEN, "cannot read the token file %s: %s", a->token_file, strerror(-r));
-                strstrip_trailing(token);
-                if (isempty(token))
-                        return cli_error(CLI_NO_TOKEN, "the token file %s is empty", a->token_file);
                 o.token = token;
         }
         r = client_new(&o, ret, err, sizeof err);

@@ -38,6 +38,36 @@ static const char *first_set(const char *a, const char *b) {
         return isempty(b) ? NULL : b;
 }
 
+int client_read_token_file(const char *path, char **ret) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *s = NULL;
+        size_t start;
+        ssize_t n;
+
+        /* Followed if a symlink, as the daemon does: secret mounts (Kubernetes) are symlinks. */
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        s = malloc(MAX_TOKEN_FILE + 1);
+        if (!s)
+                return -ENOMEM;
+        n = loop_read(fd, s, MAX_TOKEN_FILE + 1);
+        if (n < 0)
+                return (int) n;
+        if ((size_t) n > MAX_TOKEN_FILE)
+                return -EFBIG;
+        s[n] = '\0';
+        /* The first line, trimmed, as the daemon reads it: a second line never reaches a header. */
+        s[strcspn(s, "\r\n")] = '\0';
+        strstrip_trailing(s);
+        start = strspn(s, " \t");
+        memmove(s, s + start, strlen(s + start) + 1);
+        if (isempty(s))
+                return -ENODATA;
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
 /* Reads a small file relative to the working directory, strips the trailing newline. */
 static int read_small(const char *path, char **ret) {
         _cleanup_free_ char *s = NULL;
@@ -92,7 +122,7 @@ static int resolve_token(const ClientOptions *o, const char *data_dir, char **re
         }
         v = getenv("SANDBOX_INTERNAL_TOKEN_FILE");
         if (!isempty(v)) {
-                r = read_small(v, &s);
+                r = client_read_token_file(v, &s);
                 if (r < 0) {
                         (void) bsprintf(err, errlen, "Cannot read the token file named by SANDBOX_INTERNAL_TOKEN_FILE: %s.",
                                         strerror(-r));
@@ -140,6 +170,12 @@ int client_new(const ClientOptions *opts, Client **ret, char *err, size_t errlen
         r = resolve_token(opts, data_dir, &c->token, err, errlen);
         if (r < 0)
                 return r;
+        /* A CR or LF would end the Authorization header early and start another one. */
+        for (const char *p = c->token; *p; p++)
+                if ((unsigned char) *p < 0x20 || *p == 0x7f) {
+                        (void) bsprintf(err, errlen, "The token contains control characters.");
+                        return -EBADMSG; /* not -EINVAL: that is the URL's */
+                }
         c->auth_header = strprintf("Authorization: Bearer %s", c->token);
         c->curl = curl_easy_init();
         if (!c->auth_header || !c->curl) {
@@ -182,6 +218,10 @@ const char *client_base_url(const Client *c) {
 
 const char *client_token(const Client *c) {
         return c->token;
+}
+
+const char *client_no_proxy(const Client *c) {
+        return c->no_proxy;
 }
 
 void client_response_done(ClientResponse *r) {

@@ -32,6 +32,9 @@ typedef struct ClientOptions {
         long timeout_ms;         /* whole-request timeout; 0 = none (streams) */
 } ClientOptions;
 
+/* The token in the file PATH (symlinks followed): its first line, trimmed. -ENODATA if empty. */
+int client_read_token_file(const char *path, char **ret);
+
 /* Resolves the options and opens the handle. On failure fills ERR with a sentence. */
 int client_new(const ClientOptions *opts, Client **ret, char *err, size_t errlen);
 Client *client_free(Client *c);
@@ -39,6 +42,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Client *, client_free);
 #define _cleanup_client_ _cleanup_(client_freep)
 const char *client_base_url(const Client *c);
 const char *client_token(const Client *c); /* for callers that open their own connections */
+const char *client_no_proxy(const Client *c); /* their CURLOPT_NOPROXY: loopback never via a proxy */
 
 typedef struct ClientResponse {
         long status;             /* HTTP status; 0 when no response arrived */

@@ -302,6 +302,12 @@ static void *worker(void *arg) {
                         return NULL; /* end of input and nothing left */
                 if (c)
                         forward(b, c, l);
+                else {
+                        /* Every request still gets an answer: a client waits for each id. */
+                        _cleanup_json_ json_t *ids = request_ids(l->msg);
+
+                        fail_requests(b, ids, "cannot set up the connection to the daemon", 0, NULL);
+                }
                 if (l->initialize) {
                         pthread_mutex_lock(&b->lock);
                         b->initializing--;
@@ -430,7 +436,8 @@ int mcp_stdio_main(int argc, char **argv) {
                 else
                         flen = 0;
                 if (!target || (a[flen] != '\0' && a[flen] != '=')) {
-                        note("unknown argument '%.64s'; see --help", a);
+                        /* Up to '=' only: a mistyped --token=... must not print the token. */
+                        note("unknown argument '%.*s'; see --help", (int) MIN(strcspn(a, "="), (size_t) 64), a);
                         return 2;
                 }
                 if (a[flen] == '=')

@@ -460,12 +460,15 @@ static int wait_signal(int sfd, int timeout_ms) {
 
 static void daemon_free(Daemon *d) {
         disk_free(TAKE_PTR(d->disk)); /* first: its thread may cancel execs */
-        /* Launch jobs first (they use the spawner), then the spawner (whose last exit
-         * reports go through the engine's pump), then the engine. */
+        /* Launch jobs and launch threads first (they use the spawner and the sampler), then
+         * the spawner (whose last exit reports go through the engine's pump and ask the
+         * sampler), then the sampler (it kills through children of its own, not the
+         * helper), then the engine. */
         if (exec_jobs)
                 jobpool_stop(exec_jobs);
-        sampler_stop(); /* before the spawner: it kills through its own children, not the helper */
+        exec_engine_stop_launches(d->execs);
         spawner_stop(TAKE_PTR(d->spawner));
+        sampler_stop();
         exec_engine_free(TAKE_PTR(d->execs));
         jobpool_free(TAKE_PTR(exec_jobs));
         json_decref(TAKE_PTR(d->isolation_report));

@@ -458,6 +458,11 @@ static void launchers_stop(ExecEngine *e) {
         e->n_launchers = 0;
 }
 
+void exec_engine_stop_launches(ExecEngine *e) {
+        if (e)
+                launchers_stop(e);
+}
+
 int exec_engine_new(Daemon *d, const ExecEngineOptions *opts, ExecEngine **ret, char *errbuf, size_t errlen) {
         const Config *c = &d->config;
         pthread_condattr_t attr;

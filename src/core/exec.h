@@ -166,6 +166,9 @@ unsigned exec_engine_active(ExecEngine *e);
 /* Shutdown, step 2: kills everything still running; those end WORKER_LOST. Waits up to
  * TIMEOUT_USEC for their records. */
 void exec_engine_kill_all(ExecEngine *e, usec_t timeout_usec);
+/* Shutdown, step 3: runs what is still in the launch queue and joins the launch threads
+ * (they use the spawner and the sampler: call before stopping either). Idempotent. */
+void exec_engine_stop_launches(ExecEngine *e);
 
 /* For /healthz: {"running", "queued", "max_running", "queue_length"}. */
 json_t *exec_engine_report(ExecEngine *e);

@@ -21,23 +21,32 @@ static uint64_t default_cpu(const Config *c) {
         return m;
 }
 
-void sandbox_limits_effective(const Config *c, const SandboxLimits *own, SandboxLimits *ret) {
-        SandboxLimits o = own ? *own : (SandboxLimits) {};
-
-        *ret = (SandboxLimits) {
-                .memory_bytes = o.memory_bytes ?: c->memory_limit_bytes,
-                .max_processes = o.max_processes ?: c->max_processes,
-                .cpu_millicores = o.cpu_millicores ?: default_cpu(c),
-                .disk_quota_bytes = o.disk_quota_bytes ?: c->disk_quota_bytes,
-        };
-}
-
 /* The largest value a sandbox may ask for: the maximum if the operator set one (but never
  * below the default), else the default; UINT64_MAX when both are unlimited (0). */
 static uint64_t maximum(uint64_t max, uint64_t def) {
         if (max == 0 && def == 0)
                 return UINT64_MAX;
         return MAX(max, def);
+}
+
+/* A sandbox's own value (0 = the default), never above today's maximum: an operator who
+ * lowers a maximum and restarts lowers the sandboxes that asked for more, too. */
+static uint64_t own_or_default(uint64_t own, uint64_t max, uint64_t def) {
+        return own ? MIN(own, maximum(max, def)) : def;
+}
+
+void sandbox_limits_effective(const Config *c, const SandboxLimits *own, SandboxLimits *ret) {
+        SandboxLimits o = own ? *own : (SandboxLimits) {};
+        uint64_t max_cpu = 0;
+
+        /* Checked at start-up (config.c); unparsable cannot happen here, and 0 = no maximum. */
+        (void) cgroup_limits_parse_cpu_quota(c->max_cpu_quota, &max_cpu);
+        *ret = (SandboxLimits) {
+                .memory_bytes = own_or_default(o.memory_bytes, c->max_memory_limit_bytes, c->memory_limit_bytes),
+                .max_processes = own_or_default(o.max_processes, c->max_processes_limit, c->max_processes),
+                .cpu_millicores = own_or_default(o.cpu_millicores, max_cpu, default_cpu(c)),
+                .disk_quota_bytes = own_or_default(o.disk_quota_bytes, c->max_disk_quota_bytes, c->disk_quota_bytes),
+        };
 }
 
 int sandbox_limits_check(const Config *c, const SandboxLimits *a, Error *err) {

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -355,6 +356,32 @@ static int receive_hello(Spawner *s, char *message, size_t message_size) {
 }
 
 /* The helper program beside our own binary, or "" if there is none (or OPTS says so). */
+/* The helper becomes a root process that every sandbox is cloned from: run it only if no one
+ * but root (or our own user) can have changed it — a regular file owned by root or by us, not
+ * writable by group or others. Checked on an O_PATH fd that is then the one executed, so a
+ * rename in its directory between the check and the exec changes nothing. */
+static int open_trusted_helper(const char *path) {
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+
+        fd = open(path, O_PATH | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode) || !(st.st_mode & S_IXUSR))
+                return -EACCES;
+        if ((st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & (S_IWGRP | S_IWOTH)))
+                return -EPERM;
+        return TAKE_FD(fd);
+}
+
+static bool helper_trusted(const char *path) {
+        _cleanup_close_ int fd = open_trusted_helper(path);
+
+        return fd >= 0;
+}
+
 static void find_helper(const SpawnerOptions *opts, char *buf, size_t size) {
         char self[PATH_MAX];
         ssize_t n;
@@ -362,7 +389,7 @@ static void find_helper(const SpawnerOptions *opts, char *buf, size_t size) {
 
         buf[0] = '\0';
         if (opts->helper_path) {
-                if (!isempty(opts->helper_path) && access(opts->helper_path, X_OK) == 0)
+                if (!isempty(opts->helper_path) && helper_trusted(opts->helper_path))
                         (void) strscpy(buf, size, opts->helper_path);
                 return;
         }
@@ -374,7 +401,7 @@ static void find_helper(const SpawnerOptions *opts, char *buf, size_t size) {
         if (!slash)
                 return;
         slash[1] = '\0';
-        if (bsprintf(buf, size, "%s%s", self, SPAWNER_HELPER_NAME) < 0 || access(buf, X_OK) < 0)
+        if (bsprintf(buf, size, "%s%s", self, SPAWNER_HELPER_NAME) < 0 || !helper_trusted(buf))
                 buf[0] = '\0';
 }
 
@@ -382,14 +409,30 @@ static void find_helper(const SpawnerOptions *opts, char *buf, size_t size) {
 static _Noreturn void exec_helper(int channel, const char *path) {
         char *const argv[] = { (char *) SPAWNER_HELPER_NAME, NULL };
         char *const envp[] = { NULL };
+        int fd;
 
+        /* Checked again on the fd that is executed (find_helper() looked at the path). */
+        fd = open_trusted_helper(path);
+        if (fd < 0)
+                _exit(127);
+        if (fd == 3) {
+                fd = fcntl(3, F_DUPFD_CLOEXEC, 4);
+                if (fd < 0)
+                        _exit(127);
+        }
         if (channel != 3) {
                 if (dup2(channel, 3) < 0)
                         _exit(127);
         } else if (fcntl(3, F_SETFD, 0) < 0)
                 _exit(127);
-        (void) close_range(4, ~0U, 0);
-        execve(path, argv, envp);
+        if (fd >= 4) {
+                /* Keep the helper's fd across close_range(): move it to 4, close from 5 on. */
+                if (fd != 4 && dup3(fd, 4, O_CLOEXEC) < 0)
+                        _exit(127);
+                fd = 4;
+        }
+        (void) close_range(5, ~0U, 0);
+        execveat(fd, "", argv, envp, AT_EMPTY_PATH);
         _exit(127);
 }
 

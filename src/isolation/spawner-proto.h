@@ -100,9 +100,16 @@ typedef struct SpawnAck {
 } SpawnAck;
 
 /* The helper as a program of its own (sandloom-spawner, see spawner_start()): the daemon's
- * first message carries the options. The struct travels as it is (pointers cleared), so
- * both binaries must come from the same build: ABI says which. */
-#define SPAWN_OPTIONS_ABI (UINT32_C(0x5350) << 16 | (uint32_t) sizeof(struct SpawnerOptions))
+ * first message carries the options. The structs travel as they are (pointers cleared), so
+ * both binaries must come from the same build: ABI says which, from the size of every struct
+ * on the channel (a daemon rebuilt without its helper falls back to the in-process helper
+ * rather than misread a message). */
+#define SPAWN_ABI_SIZES                                                                       \
+        ((uint32_t) sizeof(struct SpawnerOptions) + 31u * (uint32_t) sizeof(SpawnHello) +     \
+         961u * (uint32_t) sizeof(SpawnLaunch) + 29791u * (uint32_t) sizeof(SpawnLaunched) +  \
+         923521u * (uint32_t) sizeof(SpawnExited) + 28629151u * (uint32_t) sizeof(SpawnKill) + \
+         887503681u * (uint32_t) sizeof(SpawnAck) + 1u * (uint32_t) sizeof(LaunchLimits))
+#define SPAWN_OPTIONS_ABI (UINT32_C(0x5350) << 16 ^ SPAWN_ABI_SIZES)
 #define SPAWN_OPTIONS_STRINGS_MAX 65536
 
 typedef struct SpawnOptionsMsg {
