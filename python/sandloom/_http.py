@@ -70,6 +70,14 @@ class StreamResponse:
         except (OSError, http.client.HTTPException, ValueError) as e:
             raise _wrap(e, "reading a streamed answer") from e
 
+    def set_read_timeout(self, seconds: float) -> None:
+        """From now on a read that waits longer than SECONDS for any byte raises RequestTimeout."""
+        sock = self._conn.sock
+        if sock is None:    # http.client let go of it (Connection: close): the reader's own socket
+            sock = getattr(getattr(self._resp.fp, "raw", None), "_sock", None)
+        if sock is not None:
+            sock.settimeout(seconds)
+
     def close(self) -> None:
         try:
             self._resp.close()

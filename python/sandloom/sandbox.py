@@ -29,6 +29,10 @@ Command = Union[str, Sequence[str]]
 _WAIT_SECONDS_MAX = 300
 # How often in a row a broken event stream is re-attached without receiving anything new.
 _MAX_STREAM_RESUMES = 5
+# An event stream silent this long counts as dropped (and is re-attached): 3 keep-alive periods of the
+# daemon (X-Sandloom-Keepalive-Seconds), or _STALL_DEFAULT seconds when it sends none.
+_STALL_PERIODS = 3
+_STALL_DEFAULT = 60.0
 
 
 def new_exec_id() -> str:
@@ -399,8 +403,13 @@ class ExecHandle:
         opener: Callable[[], StreamResponse] = first or (lambda: self._attach(offsets["stdout"], offsets["stderr"]))
         while True:
             progressed = False
+            keepalive = 0
+            opened = False
             try:
                 with opener() as resp:
+                    opened = True
+                    keepalive = _keepalive_seconds(resp)
+                    resp.set_read_timeout(keepalive * _STALL_PERIODS if keepalive else _STALL_DEFAULT)
                     for name, data in _sse_events(resp):
                         doc = _json(data)
                         if name == "start":
@@ -430,7 +439,11 @@ class ExecHandle:
                             raise make_error(code, status_of(code),
                                              str(detail.get("message") or "the exec could not start"))
             except RequestTimeout:
-                progressed = True   # a quiet command: re-attach, like a long-poll
+                # Without keep-alives a quiet command is silent too: re-attach, like a long-poll.
+                # With them (or with no answer at all), silence means the stream or the daemon is
+                # gone: fruitless unless events came.
+                if opened and not keepalive:
+                    progressed = True
             except ConnectionError:
                 pass
             fruitless = 0 if progressed else fruitless + 1
@@ -472,6 +485,15 @@ class ExecHandle:
         raw = text.encode("utf-8")
         offsets[name] = off + len(raw)
         return ExecEvent(name, offset=off, data=raw, text=text)
+
+
+def _keepalive_seconds(resp: StreamResponse) -> int:
+    """The daemon's keep-alive period for this stream, or 0 (none, or an older daemon)."""
+    try:
+        n = int(resp.headers.get("x-sandloom-keepalive-seconds", "0"))
+    except ValueError:
+        return 0
+    return n if 0 < n <= 3600 else 0
 
 
 def _json(data: str) -> Dict[str, Any]:

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,16 +21,12 @@
 #include "macros.h"
 #include "parse-util.h"
 #include "string-util.h"
+#include "time-util.h"
 
-#define ID_CHARSET "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:-"
 #define GENERATION_MAX ((uint64_t) INT64_MAX)
 #define WAIT_SECONDS_MAX 300u
 #define SSE_CHUNK (32 * 1024)
-/* Room the daemon keeps in the launch message for its own variables, cwd and names. */
-#define PAYLOAD_RESERVE (8 * 1024)
 #define CWD_FIELD_MAX (4 * PATH_MAX)
-
-#define container_of(ptr, type, member) ((type *) ((char *) (ptr) - offsetof(type, member)))
 
 /* ---- common ---- */
 
@@ -123,17 +120,108 @@ static int reply_when(Request *req, Exec *x, bool until_end, usec_t timeout, boo
 
 /* ---- Server-Sent Events ---- */
 
-typedef struct SseStream {
+#define SSE_KEEPALIVE ": keep-alive\n\n"
+/* A tick this close to its due time counts as due (timers round to milliseconds). */
+#define SSE_KEEPALIVE_SLACK_USEC (20 * USEC_PER_MSEC)
+
+typedef struct SseStream SseStream;
+
+/* The keep-alive clock of a stream: an exec waiter with a timeout, so the pump's timer
+ * heap wakes a silent stream, which then sends a comment line; no thread per stream.
+ * Shared by the stream and its waiter (each holds a reference) because the waiter cannot
+ * be withdrawn: it lives until its timeout or the exec's end, whichever comes first. */
+typedef struct SseTicker {
+        ExecWaiter w;
+        pthread_mutex_t lock;
+        unsigned refs;
+        SseStream *ss;                      /* NULL once the stream is gone */
+        usec_t period;
+        usec_t last_sent;                   /* monotonic time of the last byte handed out */
+} SseTicker;
+
+struct SseStream {
         Exec *x;
         Request *req;
         ExecObserver obs;
+        SseTicker *ticker;                  /* NULL: keep-alives off */
         bool base64;
         bool sent_start, finished;
         uint64_t off[2];
         char *pending;
         size_t pending_len, pending_pos;
         char chunk[SSE_CHUNK];
-} SseStream;
+};
+
+static void sse_ticker_unref(SseTicker *t) {
+        unsigned refs;
+
+        pthread_mutex_lock(&t->lock);
+        refs = --t->refs;
+        pthread_mutex_unlock(&t->lock);
+        if (refs > 0)
+                return;
+        (void) pthread_mutex_destroy(&t->lock);
+        free(t);
+}
+
+/* Pump thread: the period passed (or the exec ended). Wakes the stream, whose reader sends
+ * a comment if it has been silent for a period, and waits again until the next due time. */
+static void sse_ticker_fn(ExecWaiter *w, Exec *x) {
+        SseTicker *t = container_of(w, SseTicker, w);
+        usec_t now = now_monotonic_usec(), next = 0;
+
+        pthread_mutex_lock(&t->lock);
+        if (t->ss && !exec_has_ended(x)) {
+                req_stream_wake(t->ss->req);
+                next = t->last_sent + t->period;
+                if (next <= now + SSE_KEEPALIVE_SLACK_USEC)
+                        next = now + t->period; /* the reader sends one now */
+        }
+        pthread_mutex_unlock(&t->lock);
+        if (next > 0) {
+                t->w = (ExecWaiter) { .fn = sse_ticker_fn, .until_end = true };
+                if (exec_wait(x, &t->w, next - now) == 0)
+                        return; /* the waiter keeps its reference */
+        }
+        sse_ticker_unref(t);
+}
+
+static int sse_ticker_start(SseStream *ss, uint64_t seconds) {
+        SseTicker *t;
+
+        if (seconds == 0 || exec_has_ended(ss->x))
+                return 0;
+        t = calloc(1, sizeof *t);
+        if (!t)
+                return -ENOMEM;
+        (void) pthread_mutex_init(&t->lock, NULL);
+        t->refs = 2;
+        t->ss = ss;
+        t->period = (usec_t) seconds * USEC_PER_SEC;
+        t->last_sent = now_monotonic_usec();
+        t->w = (ExecWaiter) { .fn = sse_ticker_fn, .until_end = true };
+        ss->ticker = t;
+        if (exec_wait(ss->x, &t->w, t->period) > 0)
+                t->refs--; /* ended meanwhile: no waiter */
+        return 0;
+}
+
+/* Reader: notes that bytes go out now; returns whether a keep-alive is due instead. */
+static bool sse_ticker_note(SseStream *ss, bool sending) {
+        SseTicker *t = ss->ticker;
+        usec_t now;
+        bool due;
+
+        if (!t)
+                return false;
+        now = now_monotonic_usec();
+        pthread_mutex_lock(&t->lock);
+        due = !sending && now + SSE_KEEPALIVE_SLACK_USEC >= t->last_sent + t->period;
+        if (sending || due)
+                t->last_sent = now;
+        pthread_mutex_unlock(&t->lock);
+        return due;
+}
 
 static void sse_wake(ExecObserver *o) {
         SseStream *ss = container_of(o, SseStream, obs);
@@ -236,6 +324,7 @@ static ssize_t sse_read(void *ud, uint64_t pos, char *buf, size_t max) {
 
                         memcpy(buf, ss->pending + ss->pending_pos, n);
                         ss->pending_pos += n;
+                        (void) sse_ticker_note(ss, true);
                         return (ssize_t) n;
                 }
                 if (ss->finished)
@@ -243,8 +332,15 @@ static ssize_t sse_read(void *ud, uint64_t pos, char *buf, size_t max) {
                 r = sse_next(ss);
                 if (r < 0)
                         return -2;
-                if (r == 0)
-                        return 0;
+                if (r == 0) {
+                        /* Silent: a comment line (between events, never inside one). */
+                        if (!sse_ticker_note(ss, false))
+                                return 0;
+                        if (max < strlen(SSE_KEEPALIVE))
+                                return 0;
+                        memcpy(buf, SSE_KEEPALIVE, strlen(SSE_KEEPALIVE));
+                        return (ssize_t) strlen(SSE_KEEPALIVE);
+                }
         }
 }
 
@@ -252,13 +348,21 @@ static void sse_free(void *ud) {
         SseStream *ss = ud;
 
         exec_unobserve(ss->x, &ss->obs);
+        if (ss->ticker) {
+                pthread_mutex_lock(&ss->ticker->lock);
+                ss->ticker->ss = NULL;
+                pthread_mutex_unlock(&ss->ticker->lock);
+                sse_ticker_unref(ss->ticker);
+        }
         exec_unref(ss->x);
         free(ss->pending);
         free(ss);
 }
 
 static int reply_sse(Request *req, Exec *x, bool base64, uint64_t off_out, uint64_t off_err) {
+        uint64_t keepalive = req_daemon(req)->config.sse_keepalive_seconds;
         SseStream *ss = calloc(1, sizeof *ss);
+        char num[32];
 
         if (!ss)
                 return reply_errorf(req, 500, "SANDBOX_INTERNAL_ERROR", "out of memory");
@@ -269,6 +373,13 @@ static int reply_sse(Request *req, Exec *x, bool base64, uint64_t off_out, uint6
         ss->off[EXEC_STDERR] = off_err;
         ss->obs.wake = sse_wake;
         exec_observe(x, &ss->obs);
+        if (sse_ticker_start(ss, keepalive) < 0) {
+                sse_free(ss);
+                return reply_errorf(req, 500, "SANDBOX_INTERNAL_ERROR", "out of memory");
+        }
+        /* Tells clients how long a silence may last before the stream counts as dropped. */
+        (void) bsprintf(num, sizeof num, "%" PRIu64, keepalive);
+        (void) req_add_reply_header(req, "X-Sandloom-Keepalive-Seconds", num);
         return reply_stream(req, "text/event-stream", sse_read, ss, sse_free);
 }
 
@@ -298,10 +409,6 @@ static void start_call_done(StartCall *c) {
         free(c->stdin_buf);
 }
 
-static bool string_ok(json_t *j) {
-        return json_is_string(j) && strlen(json_string_value(j)) == json_string_length(j);
-}
-
 static void parse_argv(StartCall *c, json_t *body, size_t *bytes) {
         json_t *a = json_object_get(body, "argv"), *item;
         size_t i;
@@ -325,7 +432,7 @@ static void parse_argv(StartCall *c, json_t *body, size_t *bytes) {
                 return;
         }
         json_array_foreach(a, i, item) {
-                if (!string_ok(item)) {
+                if (!json_string_is_text(item)) {
                         validation_add(&c->v, "body", "argv", "string_type",
                                        "Every argument should be a string without NUL characters");
                         return;
@@ -369,7 +476,7 @@ static void parse_env(StartCall *c, json_t *body, size_t *bytes) {
                                        "Variable names must match ^[A-Za-z_][A-Za-z0-9_]*$ (at most 128 characters)");
                         return;
                 }
-                if (!string_ok(value)) {
+                if (!json_string_is_text(value)) {
                         validation_add(&c->v, "body", "env", "string_type",
                                        "Every value should be a string without NUL characters");
                         return;
@@ -450,7 +557,7 @@ static int parse_start(StartCall *c, Request *req, json_t *body) {
         c->r.exec_id = eid;
         parse_argv(c, body, &bytes);
         parse_env(c, body, &bytes);
-        if (bytes + PAYLOAD_RESERVE > EXEC_PAYLOAD_MAX)
+        if (bytes + EXEC_PAYLOAD_RESERVE > EXEC_PAYLOAD_MAX)
                 validation_add(&c->v, "body", "argv", "value_error",
                                "argv and env together are larger than 1 MiB (less 8 KiB kept for the daemon)");
         parse_cwd(c, body);

@@ -21,7 +21,6 @@
 #include "sandbox.h"
 #include "string-util.h"
 
-#define ID_CHARSET "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:-"
 #define ID_RULE "must be 3-128 characters of A-Z a-z 0-9 _ . : -"
 #define GENERATION_MAX ((uint64_t) INT64_MAX)
 #define OFFSET_MAX ((uint64_t) INT64_MAX)

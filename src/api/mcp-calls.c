@@ -27,9 +27,6 @@
 #include "string-util.h"
 #include "utf8.h"
 
-#define container_of(ptr, type, member) ((type *) ((char *) (ptr) - offsetof(type, member)))
-/* Room the daemon keeps in the launch message for its own variables, cwd and names (as api/exec.c). */
-#define PAYLOAD_RESERVE (8 * 1024)
 
 /* --- arguments (validated: types and bounds hold) --- */
 
@@ -523,7 +520,7 @@ static int exec_args(McpCall *c, ExecArgs *a) {
                 bytes += strlen(name) + json_string_length(v) + 2;
                 n++;
         }
-        if (bytes + PAYLOAD_RESERVE > EXEC_PAYLOAD_MAX)
+        if (bytes + EXEC_PAYLOAD_RESERVE > EXEC_PAYLOAD_MAX)
                 return invalid(c, "argv", "argv and env together are larger than 1 MiB (less 8 KiB)"), -EINVAL;
         if (in && strlen(in) > c->daemon->config.max_file_api_bytes)
                 return invalid(c, "stdin", "larger than SANDBOX_MAX_FILE_API_BYTES"), -EINVAL;

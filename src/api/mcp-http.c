@@ -191,10 +191,6 @@ static json_t *rpc_result(json_t *id, json_t *result) {
         return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result);
 }
 
-static bool string_ok(json_t *j) {
-        return json_is_string(j) && strlen(json_string_value(j)) == json_string_length(j);
-}
-
 /* --- one exchange: the POST and every response it waits for --- */
 
 typedef struct Exchange {
@@ -330,7 +326,7 @@ static void tools_call(Exchange *x, json_t *id, json_t *params) {
         Error e = ERROR_INIT;
         Slot *s;
 
-        if (!string_ok(name) || !(t = mcp_tool_find(json_string_value(name)))) {
+        if (!json_string_is_text(name) || !(t = mcp_tool_find(json_string_value(name)))) {
                 (void) exchange_add(x, id, rpc_error(id, RPC_INVALID_PARAMS, "Unknown tool; tools/list names them", NULL),
                                     false);
                 return;
@@ -412,7 +408,7 @@ static void method_initialize(Exchange *x, json_t *id, json_t *params) {
         json_t *pv = json_object_get(params, "protocolVersion");
         McpVersion v;
 
-        if (!json_is_object(params) || !string_ok(pv)) {
+        if (!json_is_object(params) || !json_string_is_text(pv)) {
                 (void) exchange_add(x, id, rpc_error(id, RPC_INVALID_PARAMS, "initialize needs params.protocolVersion", NULL),
                                     false);
                 return;
@@ -446,7 +442,7 @@ static void handle_message(Exchange *x, json_t *msg) {
                                     false);
                 return;
         }
-        if (!string_ok(method) || (id && !json_is_string(id) && !json_is_integer(id))) {
+        if (!json_string_is_text(method) || (id && !json_is_string(id) && !json_is_integer(id))) {
                 x->status = 400;
                 (void) exchange_add(x, NULL,
                                     rpc_error(NULL, RPC_INVALID_REQUEST,

@@ -11,7 +11,6 @@
 #include "mcp.h"
 #include "string-util.h"
 
-#define ID_CHARSET "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:-"
 #define ID_PATTERN "^[A-Za-z0-9_.:-]+$"
 #define ERRORS_MAX 20
 #define PATH_ARG_MAX 16384     /* longer than any valid path: the path rules (and their messages) decide */
@@ -548,25 +547,10 @@ static void problem(Problems *pr, const char *field, const char *type, const cha
                                                                  "type", type, "msg", msg));
 }
 
-static bool string_ok(json_t *j) {
-        return json_is_string(j) && strlen(json_string_value(j)) == json_string_length(j);
-}
-
-/* No C0 controls, no DEL, no C1 controls (UTF-8 C2 80..C2 9F): text stored and shown back. */
-static bool text_is_printable(const char *s) {
-        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
-                if (*p < 0x20 || *p == 0x7f)
-                        return false;
-                if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
-                        return false;
-        }
-        return true;
-}
-
 static void check_string(Problems *pr, const Param *p, json_t *v) {
         size_t len;
 
-        if (!string_ok(v)) {
+        if (!json_string_is_text(v)) {
                 problem(pr, p->name, "string_type", "Input should be a string without NUL characters");
                 return;
         }
@@ -577,7 +561,7 @@ static void check_string(Problems *pr, const Param *p, json_t *v) {
                 problem(pr, p->name, "string_too_long", "String is too long");
         else if (p->type == P_ID && !str_in_charset(json_string_value(v), ID_CHARSET, 0, SIZE_MAX))
                 problem(pr, p->name, "string_pattern_mismatch", "String should match pattern '" ID_PATTERN "'");
-        else if (p->type == P_TEXT && !text_is_printable(json_string_value(v)))
+        else if (p->type == P_TEXT && !string_is_printable(json_string_value(v)))
                 problem(pr, p->name, "value_error", "String should not contain control characters");
 }
 
@@ -614,7 +598,7 @@ static void check_param(Problems *pr, const Param *p, json_t *v) {
                         return;
                 }
                 json_array_foreach(v, i, item)
-                        if (!string_ok(item)) {
+                        if (!json_string_is_text(item)) {
                                 problem(pr, p->name, "string_type", "Every item should be a string without NUL characters");
                                 return;
                         }
@@ -633,7 +617,7 @@ static void check_param(Problems *pr, const Param *p, json_t *v) {
                         return;
                 }
                 json_object_foreach(v, k, item)
-                        if (!string_ok(item)) {
+                        if (!json_string_is_text(item)) {
                                 problem(pr, p->name, "string_type", "Every value should be a string without NUL characters");
                                 return;
                         }

@@ -14,7 +14,6 @@
 #include "sandbox.h"
 #include "string-util.h"
 
-#define ID_CHARSET "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:-"
 #define PATTERN_RULE "String should match pattern '^[A-Za-z0-9_.:-]+$'"
 #define CONTROL_RULE "String should not contain control characters"
 #define DEFAULT_LIST_LIMIT 100u
@@ -31,13 +30,7 @@ static bool text_is_printable(const char *s, size_t minlen, size_t maxlen) {
 
         if (n < minlen || n > maxlen)
                 return false;
-        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
-                if (*p < 0x20 || *p == 0x7f)
-                        return false;
-                if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
-                        return false;
-        }
-        return true;
+        return string_is_printable(s);
 }
 
 /* The {id} path parameter, which must follow the same rule as in a resolve body. */

@@ -16,3 +16,7 @@ json_t *json_string_lossy(const char *s, size_t len) {
                 return NULL;
         return json_stringn(clean, clean_len);
 }
+
+bool json_string_is_text(const json_t *j) {
+        return json_is_string(j) && strlen(json_string_value(j)) == json_string_length(j);
+}

@@ -16,6 +16,9 @@
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 
+/* The structure of type TYPE whose member MEMBER is at PTR. */
+#define container_of(ptr, type, member) ((type *) ((char *) (ptr) - offsetof(type, member)))
+
 /* Hands ownership over: returns the value and leaves the variable empty. */
 #define TAKE_GENERIC(var, type, nullvalue)                 \
         ({                                                 \

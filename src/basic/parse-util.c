@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <strings.h>
 
 int parse_u64(const char *s, uint64_t *ret) {
@@ -95,4 +96,20 @@ int parse_double(const char *s, double *ret) {
                 return -EINVAL;
         *ret = v;
         return 0;
+}
+
+int parse_status_field(const char *text, const char *field, uint64_t *ret) {
+        size_t flen = strlen(field);
+
+        for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+                unsigned long long v;
+
+                if (strncmp(l, field, flen) != 0 || l[flen] != ':')
+                        continue;
+                if (sscanf(l + flen + 1, " %llu", &v) != 1)
+                        return -EBADMSG;
+                *ret = v;
+                return 0;
+        }
+        return -ENODATA;
 }

@@ -16,3 +16,8 @@ int parse_bytes(const char *s, uint64_t *ret);
 
 /* Non-negative decimal number such as 0.5 or 2. */
 int parse_double(const char *s, double *ret);
+
+/* The number after "FIELD:" on its own line of a /proc/<pid>/status-style TEXT (leading spaces
+ * skipped, a unit such as " kB" after it ignored). -ENODATA if there is no such line, -EBADMSG
+ * if it holds no number. */
+int parse_status_field(const char *text, const char *field, uint64_t *ret);

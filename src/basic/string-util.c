@@ -83,3 +83,13 @@ bool str_in_charset(const char *s, const char *allowed, size_t minlen, size_t ma
                 return false;
         return strspn(s, allowed) == l;
 }
+
+bool string_is_printable(const char *s) {
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
+                if (*p < 0x20 || *p == 0x7f)
+                        return false;
+                if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
+                        return false;
+        }
+        return true;
+}

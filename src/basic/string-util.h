@@ -31,3 +31,7 @@ void explicit_zero(void *p, size_t n);
 
 /* Is every byte of S in the set ALLOWED, and is its length in [MINLEN, MAXLEN]? */
 bool str_in_charset(const char *s, const char *allowed, size_t minlen, size_t maxlen);
+
+/* No C0 controls, no DEL, no C1 controls (UTF-8 C2 80..C2 9F): text that is stored and shown
+ * back. S is NUL-terminated UTF-8 (the caller has checked it). */
+bool string_is_printable(const char *s);

@@ -19,6 +19,10 @@ usec_t now_monotonic_usec(void) {
         return now_usec(CLOCK_MONOTONIC);
 }
 
+double monotonic_seconds_since(usec_t t0) {
+        return (double) (now_monotonic_usec() - t0) / 1e6;
+}
+
 int format_timestamp(char *buf, size_t n, usec_t t) {
         time_t sec = (time_t) (t / 1000000u);
         struct tm tm;

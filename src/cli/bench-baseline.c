@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,11 +43,30 @@ static int find_in_path(const char *name, char *buf, size_t n) {
         return -ENOENT;
 }
 
+/* Reads what is in the pipe now (non-blocking): the first ERRLEN - 1 bytes are kept, the rest is
+ * read and dropped, so a chatty child never blocks on a full pipe. Returns true at end of file. */
+static bool drain(int fd, char *errbuf, size_t errlen, size_t *have) {
+        char junk[4096];
+
+        for (;;) {
+                bool keep = *have + 1 < errlen;
+                ssize_t k = keep ? read(fd, errbuf + *have, errlen - 1 - *have) : read(fd, junk, sizeof junk);
+                if (k == 0)
+                        return true;
+                if (k < 0)
+                        return errno != EINTR && errno != EAGAIN;
+                if (keep)
+                        *have += (size_t) k;
+        }
+}
+
 /* fork + execve + waitpid. Returns the exit status (>= 0) or -errno; *ret_ms the wall time.
- * With ERRBUF, the child's stderr is captured there (the probe run), else it goes to /dev/null. */
+ * With ERRBUF, the child's stderr is captured there (its first line; the probe run), read while
+ * the child runs; else it goes to /dev/null. */
 static int run_once(const char *const *argv, double *ret_ms, char *errbuf, size_t errlen) {
-        _cleanup_close_ int null_fd = -EBADF;
-        int pipefd[2] = { -EBADF, -EBADF };
+        _cleanup_close_ int null_fd = -EBADF, rfd = -EBADF, wfd = -EBADF;
+        size_t have = 0;
+        bool eof = false;
         usec_t t0;
         pid_t pid;
         int status;
@@ -54,33 +74,49 @@ static int run_once(const char *const *argv, double *ret_ms, char *errbuf, size_
         null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (null_fd < 0)
                 return -errno;
-        if (errbuf && pipe2(pipefd, O_CLOEXEC) < 0)
-                return -errno;
+        if (errbuf) {
+                int p[2];
+                if (errlen == 0 || pipe2(p, O_CLOEXEC) < 0)
+                        return errlen == 0 ? -EINVAL : -errno;
+                rfd = p[0];
+                wfd = p[1];
+                if (fcntl(rfd, F_SETFL, O_NONBLOCK) < 0)
+                        return -errno;
+        }
         t0 = now_monotonic_usec();
         pid = fork();
-        if (pid < 0) {
-                safe_close(pipefd[0]);
-                safe_close(pipefd[1]);
+        if (pid < 0)
                 return -errno;
-        }
         if (pid == 0) {
                 if (dup2(null_fd, STDIN_FILENO) < 0 || dup2(null_fd, STDOUT_FILENO) < 0 ||
-                    dup2(errbuf ? pipefd[1] : null_fd, STDERR_FILENO) < 0)
+                    dup2(errbuf ? wfd : null_fd, STDERR_FILENO) < 0)
                         _exit(126);
                 execve(argv[0], (char *const *) argv, child_env);
                 _exit(127);
         }
-        while (waitpid(pid, &status, 0) < 0)
-                if (errno != EINTR)
-                        return -errno;
+        wfd = safe_close(wfd);
+        for (;;) {
+                pid_t w;
+
+                if (rfd >= 0 && !eof)
+                        eof = drain(rfd, errbuf, errlen, &have);
+                w = waitpid(pid, &status, rfd >= 0 ? WNOHANG : 0);
+                if (w == pid)
+                        break;
+                if (w < 0 && errno != EINTR)
+                        return -errno; /* the fds are closed on return */
+                if (w == 0) {
+                        /* Still running: wait for output, end of file, or at most 50 ms. */
+                        struct pollfd pfd = { .fd = eof ? -1 : rfd, .events = POLLIN };
+                        (void) poll(&pfd, 1, eof ? 10 : 50);
+                }
+        }
         *ret_ms = (double) (now_monotonic_usec() - t0) / 1000.0;
         if (errbuf) {
-                ssize_t k;
-                safe_close(pipefd[1]);
-                k = read(pipefd[0], errbuf, errlen - 1);
-                errbuf[k > 0 ? k : 0] = '\0';
+                if (!eof)
+                        (void) drain(rfd, errbuf, errlen, &have); /* what was written before the exit */
+                errbuf[have] = '\0';
                 errbuf[strcspn(errbuf, "\n")] = '\0';
-                safe_close(pipefd[0]);
         }
         if (WIFEXITED(status))
                 return WEXITSTATUS(status);

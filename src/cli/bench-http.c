@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "buf.h"
 #include "string-util.h"
 
 #define BENCH_REPLY_MAX (16u * 1024u * 1024u)
@@ -20,8 +21,7 @@ typedef struct Slot {
         BenchCall call;
         bool busy;
         usec_t started;
-        char *buf;
-        size_t size, alloc;
+        Buf reply;              /* capped at BENCH_REPLY_MAX */
         bool too_big;
         char url[1024];
         char errbuf[CURL_ERROR_SIZE];
@@ -40,27 +40,11 @@ struct BenchHttp {
 
 static size_t write_cb(char *data, size_t one, size_t n, void *userdata) {
         Slot *s = userdata;
-        size_t need = s->size + n + 1;
+        int r = buf_append(&s->reply, data, n);
 
-        if (s->size + n > BENCH_REPLY_MAX) {
+        if (r == -EFBIG)
                 s->too_big = true;
-                return 0;
-        }
-        if (need > s->alloc) {
-                size_t a = s->alloc ? s->alloc : 4096;
-                char *p;
-                while (a < need)
-                        a *= 2;
-                p = realloc(s->buf, a);
-                if (!p)
-                        return 0;
-                s->buf = p;
-                s->alloc = a;
-        }
-        memcpy(s->buf + s->size, data, n);
-        s->size += n;
-        s->buf[s->size] = '\0';
-        return n;
+        return r < 0 ? 0 : n;
 }
 
 int bench_http_new(const char *base_url, const char *token, const char *no_proxy, long timeout_ms, BenchHttp **ret) {
@@ -106,7 +90,7 @@ BenchHttp *bench_http_free(BenchHttp *h) {
                         curl_easy_cleanup(s->easy);
                 }
                 free(s->call.body);
-                free(s->buf);
+                buf_free(&s->reply);
         }
         free(h->slots);
         if (h->multi)
@@ -132,7 +116,7 @@ static int ensure_slots(BenchHttp *h, unsigned n) {
                 return -ENOMEM;
         h->slots = p;
         for (unsigned i = h->n_slots; i < n; i++) {
-                h->slots[i] = (Slot) {};
+                h->slots[i] = (Slot) { .reply = BUF_INIT(BENCH_REPLY_MAX) };
                 h->slots[i].easy = curl_easy_init();
                 if (!h->slots[i].easy) {
                         h->n_slots = i;
@@ -153,7 +137,7 @@ static int slot_start(BenchHttp *h, Slot *s, char *err, size_t errlen) {
                 (void) bsprintf(err, errlen, "URL too long.");
                 return -ENAMETOOLONG;
         }
-        s->size = 0;
+        buf_clear(&s->reply);
         s->too_big = false;
         s->errbuf[0] = '\0';
         (void) curl_easy_setopt(e, CURLOPT_URL, s->url);
@@ -215,8 +199,8 @@ static int slot_finish(BenchHttp *h, Slot *s, CURLcode cc, const BenchLoop *loop
                 h->connects += (uint64_t) connects;
         if (cc == CURLE_OK) {
                 (void) curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &reply.status);
-                reply.body = s->buf ? s->buf : "";
-                reply.size = s->size;
+                reply.body = s->reply.data ? s->reply.data : "";
+                reply.size = s->reply.size;
         } else
                 reply.error = s->too_big ? "reply too large" : s->errbuf[0] ? s->errbuf : curl_easy_strerror(cc);
         return loop->done(loop->ud, (unsigned) (s - h->slots), &s->call, &reply, err, errlen);

@@ -140,7 +140,6 @@ static bool pid_has_socket(const char *pid, const unsigned long *inodes, size_t 
 static int read_status_field(pid_t pid, const char *field, uint64_t *ret) {
         _cleanup_free_ char *text = NULL;
         char path[64];
-        size_t flen = strlen(field);
         int r;
 
         if (bsprintf(path, sizeof path, "/proc/%d/status", (int) pid) < 0)
@@ -148,16 +147,7 @@ static int read_status_field(pid_t pid, const char *field, uint64_t *ret) {
         r = read_full_file_at(AT_FDCWD, path, STATUS_MAX, &text, NULL);
         if (r < 0)
                 return r;
-        for (char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-                unsigned long long v;
-                if (strncmp(l, field, flen) != 0 || l[flen] != ':')
-                        continue;
-                if (sscanf(l + flen + 1, " %llu", &v) != 1)
-                        return -EBADMSG;
-                *ret = v;
-                return 0;
-        }
-        return -ENODATA;
+        return parse_status_field(text, field, ret);
 }
 
 int bench_proc_rss_kib(pid_t pid, uint64_t *ret) {
@@ -253,14 +243,39 @@ static int read_ppid(const char *pid, pid_t *ret) {
         return 0;
 }
 
+typedef struct ProcEdge {
+        pid_t ppid, pid;
+} ProcEdge;
+
+static int cmp_edge(const void *a, const void *b) {
+        const ProcEdge *x = a, *y = b;
+        return x->ppid < y->ppid ? -1 : x->ppid > y->ppid ? 1 : 0;
+}
+
+/* The first edge whose parent is PPID (edges sorted by parent), or N. */
+static size_t first_child(const ProcEdge *e, size_t n, pid_t ppid) {
+        size_t lo = 0, hi = n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (e[mid].ppid < ppid)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo;
+}
+
+/* One pass over /proc builds a parent -> children index (the edges sorted by parent), then a walk
+ * from ROOT counts its tree: O(n log n) per sample, whatever the depth. */
 int bench_proc_tree_count(pid_t root, uint64_t *ret) {
-        _cleanup_free_ pid_t *pids = NULL, *ppids = NULL;
-        _cleanup_free_ bool *in = NULL;
-        size_t n = 0, alloc = 0;
+        _cleanup_free_ ProcEdge *edges = NULL;
+        _cleanup_free_ pid_t *queue = NULL;
+        size_t n = 0, alloc = 0, q_n = 0;
         DIR *d = opendir("/proc");
         struct dirent *de;
-        uint64_t count = 0;
-        bool changed = true;
+        bool root_seen = false;
+        int r = 0;
 
         if (!d)
                 return -errno;
@@ -271,40 +286,32 @@ int bench_proc_tree_count(pid_t root, uint64_t *ret) {
                         continue;
                 if (n == alloc) {
                         size_t a = alloc ? alloc * 2 : 1024;
-                        pid_t *x = reallocarray(pids, a, sizeof *x), *y;
-                        if (!x)
+                        ProcEdge *x = reallocarray(edges, a, sizeof *x);
+                        if (!x) {
+                                r = -ENOMEM;
                                 break;
-                        pids = x;
-                        y = reallocarray(ppids, a, sizeof *y);
-                        if (!y)
-                                break;
-                        ppids = y;
+                        }
+                        edges = x;
                         alloc = a;
                 }
-                pids[n] = (pid_t) v;
-                ppids[n] = pp;
-                n++;
+                edges[n++] = (ProcEdge) { .ppid = pp, .pid = (pid_t) v };
+                root_seen = root_seen || (pid_t) v == root;
         }
         closedir(d);
-        in = calloc(n ? n : 1, sizeof *in);
-        if (!in)
+        if (r < 0)
+                return r;
+        if (!root_seen)
+                return -ESRCH;
+        qsort(edges, n, sizeof *edges, cmp_edge);
+        /* Every pid is enqueued at most once (a process has one parent), so N + 1 slots suffice. */
+        queue = reallocarray(NULL, n + 1, sizeof *queue);
+        if (!queue)
                 return -ENOMEM;
-        /* Fixed point: a process is in the tree if it is ROOT or its parent is in the tree. */
-        while (changed) {
-                changed = false;
-                for (size_t i = 0; i < n; i++) {
-                        if (in[i])
-                                continue;
-                        bool parent_in = pids[i] == root;
-                        for (size_t j = 0; !parent_in && j < n; j++)
-                                parent_in = in[j] && pids[j] == ppids[i];
-                        if (parent_in) {
-                                in[i] = true;
-                                count++;
-                                changed = true;
-                        }
-                }
-        }
-        *ret = count;
+        queue[q_n++] = root;
+        for (size_t i = 0; i < q_n; i++)
+                for (size_t k = first_child(edges, n, queue[i]); k < n && edges[k].ppid == queue[i]; k++)
+                        if (edges[k].pid != root && q_n < n + 1)
+                                queue[q_n++] = edges[k].pid;
+        *ret = q_n;
         return 0;
 }

@@ -18,10 +18,6 @@
 static const char *const cmd_true[] = { "/bin/true", NULL };
 static const char *const cmd_printf[] = { "/bin/sh", "-c", "printf x", NULL };
 
-static double since_s(usec_t t0) {
-        return (double) (now_monotonic_usec() - t0) / 1e6;
-}
-
 /* ---- exec runs ---- */
 
 typedef struct Execer {
@@ -168,7 +164,7 @@ static int execer_done(void *ud, unsigned slot, BenchCall *call, const BenchRepl
 
 static void execer_tick(void *ud, unsigned in_flight) {
         Execer *e = ud;
-        double s = e->t_start ? since_s(e->t_start) : 0;
+        double s = e->t_start ? monotonic_seconds_since(e->t_start) : 0;
 
         if (e->sample)
                 e->sample(e, in_flight);
@@ -375,15 +371,21 @@ int bench_run_create(Bench *b, json_t *result, char *err, size_t errlen) {
 
 typedef struct ProcSnapshot {
         uint64_t rss_kib, threads, spawner_rss_kib, host_processes, daemon_tree_processes;
-        bool have_spawner;
+        bool have_spawner, have_host, have_tree;
 } ProcSnapshot;
+
+/* Where the figures come from, resolved once per run. */
+typedef struct DaemonProbe {
+        BenchSource source;             /* PROC or DAEMON */
+        pid_t pid;                      /* PROC: on this host; DAEMON: as the daemon sees itself */
+} DaemonProbe;
 
 static pid_t spawner_pid(const Bench *b) {
         json_int_t v = json_integer_value(json_object_get(b->daemon, "spawner_pid"));
         return v > 0 ? (pid_t) v : 0;
 }
 
-static int snapshot(const Bench *b, pid_t pid, ProcSnapshot *ret, char *err, size_t errlen) {
+static int proc_snapshot(const Bench *b, pid_t pid, ProcSnapshot *ret, char *err, size_t errlen) {
         ProcSnapshot s = {};
         pid_t sp = spawner_pid(b);
         int r;
@@ -394,38 +396,121 @@ static int snapshot(const Bench *b, pid_t pid, ProcSnapshot *ret, char *err, siz
                 return r;
         }
         (void) bench_proc_threads(pid, &s.threads);
-        (void) bench_proc_count(&s.host_processes);
-        (void) bench_proc_tree_count(pid, &s.daemon_tree_processes);
+        s.have_host = bench_proc_count(&s.host_processes) >= 0;
+        s.have_tree = bench_proc_tree_count(pid, &s.daemon_tree_processes) >= 0;
         s.have_spawner = sp > 0 && bench_proc_rss_kib(sp, &s.spawner_rss_kib) >= 0;
         *ret = s;
         return 0;
 }
 
+/* The "process" block of the authenticated /healthz: {pid, rss_bytes, threads, children}. */
+static int daemon_process(const Bench *b, json_t **ret_h, const json_t **ret_p, char *err, size_t errlen) {
+        _cleanup_json_ json_t *h = NULL;
+        const json_t *p;
+        int r;
+
+        r = bench_get_json(b, "/healthz", &h, err, errlen);
+        if (r < 0)
+                return r;
+        p = json_object_get(h, "process");
+        if (!json_is_object(p) || json_integer_value(json_object_get(p, "pid")) <= 0 ||
+            !json_is_integer(json_object_get(p, "rss_bytes"))) {
+                (void) bsprintf(err, errlen, "NO_PROCESS_REPORT: GET /healthz has no \"process\" block with pid and rss_bytes "
+                                "(a daemon older than this client?)");
+                return -EPROTO;
+        }
+        *ret_p = p;
+        *ret_h = TAKE_PTR(h);
+        return 0;
+}
+
+static int api_snapshot(const Bench *b, ProcSnapshot *ret, char *err, size_t errlen) {
+        _cleanup_json_ json_t *h = NULL;
+        const json_t *p, *ch;
+        ProcSnapshot s = {};
+        int r;
+
+        r = daemon_process(b, &h, &p, err, errlen);
+        if (r < 0)
+                return r;
+        s.rss_kib = (uint64_t) MAX(json_integer_value(json_object_get(p, "rss_bytes")), 0) / 1024;
+        s.threads = (uint64_t) MAX(json_integer_value(json_object_get(p, "threads")), 0);
+        ch = json_object_get(p, "children");
+        s.have_tree = json_is_integer(ch) && json_integer_value(ch) >= 0;
+        if (s.have_tree)
+                s.daemon_tree_processes = (uint64_t) json_integer_value(ch) + 1; /* + the daemon, as from /proc */
+        *ret = s;
+        return 0;
+}
+
+static int snapshot(const Bench *b, const DaemonProbe *p, ProcSnapshot *ret, char *err, size_t errlen) {
+        return p->source == BENCH_SOURCE_DAEMON ? api_snapshot(b, ret, err, errlen) : proc_snapshot(b, p->pid, ret, err, errlen);
+}
+
 static json_t *snapshot_json(const ProcSnapshot *s) {
-        json_t *o = json_pack("{s:I, s:I, s:I, s:I}", "daemon_rss_kib", (json_int_t) s->rss_kib, "daemon_threads",
-                              (json_int_t) s->threads, "host_processes", (json_int_t) s->host_processes,
-                              "daemon_tree_processes", (json_int_t) s->daemon_tree_processes);
+        json_t *o = json_pack("{s:I, s:I}", "daemon_rss_kib", (json_int_t) s->rss_kib, "daemon_threads", (json_int_t) s->threads);
+
+        if (o && s->have_host)
+                (void) json_object_set_new(o, "host_processes", json_integer((json_int_t) s->host_processes));
+        if (o && s->have_tree)
+                (void) json_object_set_new(o, "daemon_tree_processes", json_integer((json_int_t) s->daemon_tree_processes));
         if (o && s->have_spawner)
                 (void) json_object_set_new(o, "spawner_rss_kib", json_integer((json_int_t) s->spawner_rss_kib));
         return o;
 }
 
-static int daemon_pid(const Bench *b, pid_t *ret, char *err, size_t errlen) {
+/* --source auto: /proc when the daemon is found on this host (--daemon-pid, or the listener on the
+ * URL's port), else the daemon's own report. */
+static int daemon_probe(const Bench *b, DaemonProbe *ret, char *err, size_t errlen) {
+        BenchSource src = b->opt->source;
         int r;
 
         if (b->opt->daemon_pid > 0) {
-                *ret = b->opt->daemon_pid;
+                *ret = (DaemonProbe) { BENCH_SOURCE_PROC, b->opt->daemon_pid };
                 return 0;
         }
-        r = bench_proc_find_listener(client_base_url(b->client), ret);
-        if (r < 0) {
-                (void) bsprintf(err, errlen,
-                                "NO_DAEMON_PID: cannot find the process listening on %s (%s); pass --daemon-pid PID",
-                                client_base_url(b->client),
-                                r == -EREMOTE ? "not a local address" : r == -ESRCH ? "no listener found" : strerror(-r));
-                return r;
+        if (src != BENCH_SOURCE_DAEMON) {
+                pid_t pid;
+                r = bench_proc_find_listener(client_base_url(b->client), &pid);
+                if (r >= 0) {
+                        *ret = (DaemonProbe) { BENCH_SOURCE_PROC, pid };
+                        return 0;
+                }
+                if (src == BENCH_SOURCE_PROC) {
+                        (void) bsprintf(err, errlen,
+                                        "NO_DAEMON_PID: cannot find the process listening on %s (%s); pass --daemon-pid PID "
+                                        "or --source daemon",
+                                        client_base_url(b->client),
+                                        r == -EREMOTE ? "not a local address" : r == -ESRCH ? "no listener found" : strerror(-r));
+                        return r;
+                }
+        }
+        {
+                _cleanup_json_ json_t *h = NULL;
+                const json_t *p;
+                r = daemon_process(b, &h, &p, err, errlen);
+                if (r < 0)
+                        return r;
+                *ret = (DaemonProbe) { BENCH_SOURCE_DAEMON, (pid_t) json_integer_value(json_object_get(p, "pid")) };
         }
         return 0;
+}
+
+static void probe_json(const DaemonProbe *p, json_t *result) {
+        (void) json_object_set_new(result, "daemon_pid", json_integer(p->pid));
+        (void) json_object_set_new(result, "source", json_string(p->source == BENCH_SOURCE_DAEMON ? "daemon" : "proc"));
+}
+
+/* With /proc as the source, the daemon's own report next to it (a cross-check: same process, read
+ * a moment apart); left out when the daemon has none. */
+static void cross_check_json(const Bench *b, const DaemonProbe *p, json_t *result) {
+        _cleanup_json_ json_t *h = NULL;
+        const json_t *proc;
+        char ignored[BENCH_ERR_MAX];
+
+        if (p->source != BENCH_SOURCE_PROC || daemon_process(b, &h, &proc, ignored, sizeof ignored) < 0)
+                return;
+        (void) json_object_set_new(result, "daemon_report", json_deep_copy(proc));
 }
 
 int bench_run_idle(Bench *b, json_t *result, char *err, size_t errlen) {
@@ -433,13 +518,13 @@ int bench_run_idle(Bench *b, json_t *result, char *err, size_t errlen) {
         ProcSnapshot before, after;
         BenchSandboxes c = {};
         double wall = 0;
-        pid_t pid;
+        DaemonProbe dp;
         int r;
 
-        r = daemon_pid(b, &pid, err, errlen);
+        r = daemon_probe(b, &dp, err, errlen);
         if (r < 0)
                 return r;
-        r = snapshot(b, pid, &before, err, errlen);
+        r = snapshot(b, &dp, &before, err, errlen);
         if (r < 0)
                 return r;
         r = bench_sandboxes_create(b, &c, "idle", o->count, (unsigned) o->concurrency, true, "idle: creating", &wall, err, errlen);
@@ -449,10 +534,11 @@ int bench_run_idle(Bench *b, json_t *result, char *err, size_t errlen) {
                 bench_progress_clear(b);
         }
         if (r >= 0)
-                r = snapshot(b, pid, &after, err, errlen);
+                r = snapshot(b, &dp, &after, err, errlen);
         if (r >= 0) {
                 int64_t drss = (int64_t) after.rss_kib - (int64_t) before.rss_kib;
-                (void) json_object_set_new(result, "daemon_pid", json_integer(pid));
+                probe_json(&dp, result);
+                cross_check_json(b, &dp, result);
                 (void) json_object_set_new(result, "count", json_integer((json_int_t) o->count));
                 (void) json_object_set_new(result, "created", json_integer((json_int_t) c.created));
                 (void) json_object_set_new(result, "creations_per_s",
@@ -464,11 +550,13 @@ int bench_run_idle(Bench *b, json_t *result, char *err, size_t errlen) {
                 (void) json_object_set_new(result, "daemon_rss_growth_mib", json_real(bench_round3((double) drss / 1024.0)));
                 (void) json_object_set_new(result, "rss_per_sandbox_bytes",
                                            json_real(bench_round3(c.created ? (double) drss * 1024.0 / (double) c.created : 0)));
-                (void) json_object_set_new(result, "new_processes",
-                                           json_integer((json_int_t) after.host_processes - (json_int_t) before.host_processes));
-                (void) json_object_set_new(result, "new_daemon_tree_processes",
-                                           json_integer((json_int_t) after.daemon_tree_processes -
-                                                        (json_int_t) before.daemon_tree_processes));
+                if (before.have_host && after.have_host)
+                        (void) json_object_set_new(result, "new_processes",
+                                                   json_integer((json_int_t) after.host_processes - (json_int_t) before.host_processes));
+                if (before.have_tree && after.have_tree)
+                        (void) json_object_set_new(result, "new_daemon_tree_processes",
+                                                   json_integer((json_int_t) after.daemon_tree_processes -
+                                                                (json_int_t) before.daemon_tree_processes));
                 (void) json_object_set_new(result, "new_daemon_threads",
                                            json_integer((json_int_t) after.threads - (json_int_t) before.threads));
         }
@@ -479,7 +567,7 @@ int bench_run_idle(Bench *b, json_t *result, char *err, size_t errlen) {
 
 typedef struct MemorySampler {
         const Bench *b;
-        pid_t pid;
+        DaemonProbe probe;
         unsigned want;
         usec_t full_since;
         ProcSnapshot peak;
@@ -501,12 +589,14 @@ static void memory_sample(Execer *e, unsigned in_flight) {
                 m->full_since = now_monotonic_usec();
         if (now_monotonic_usec() - m->full_since < 500 * USEC_PER_MSEC)
                 return;
-        if (snapshot(m->b, m->pid, &s, err, sizeof err) < 0)
+        if (snapshot(m->b, &m->probe, &s, err, sizeof err) < 0)
                 return;
         m->peak.rss_kib = MAX(m->peak.rss_kib, s.rss_kib);
         m->peak.threads = MAX(m->peak.threads, s.threads);
         m->peak.spawner_rss_kib = MAX(m->peak.spawner_rss_kib, s.spawner_rss_kib);
         m->peak.have_spawner = s.have_spawner;
+        m->peak.have_host = s.have_host;
+        m->peak.have_tree = s.have_tree;
         m->peak.host_processes = MAX(m->peak.host_processes, s.host_processes);
         m->peak.daemon_tree_processes = MAX(m->peak.daemon_tree_processes, s.daemon_tree_processes);
         m->samples++;
@@ -522,13 +612,11 @@ int bench_run_memory(Bench *b, json_t *result, char *err, size_t errlen) {
         BenchSandboxes c = {};
         Execer e;
         const char *argv[3];
-        pid_t pid;
         int r;
 
-        r = daemon_pid(b, &pid, err, errlen);
+        r = daemon_probe(b, &m.probe, err, errlen);
         if (r < 0)
                 return r;
-        m.pid = pid;
         sleep_arg = strprintf("%.3f", (double) o->hold / 1e6);
         if (!sleep_arg)
                 return -ENOMEM;
@@ -550,7 +638,7 @@ int bench_run_memory(Bench *b, json_t *result, char *err, size_t errlen) {
                 }
         }
         if (r >= 0)
-                r = snapshot(b, pid, &idle, err, errlen);
+                r = snapshot(b, &m.probe, &idle, err, errlen);
         if (r >= 0)
                 r = execer_init(&e, b, &c, "memory");
         if (r < 0) {
@@ -573,7 +661,7 @@ int bench_run_memory(Bench *b, json_t *result, char *err, size_t errlen) {
         if (r >= 0) {
                 int64_t d = (int64_t) m.peak.rss_kib - (int64_t) idle.rss_kib;
                 int64_t ds = (int64_t) m.peak.spawner_rss_kib - (int64_t) idle.spawner_rss_kib;
-                (void) json_object_set_new(result, "daemon_pid", json_integer(pid));
+                probe_json(&m.probe, result);
                 (void) json_object_set_new(result, "concurrency", json_integer(conc));
                 (void) json_object_set_new(result, "sandboxes", json_integer((json_int_t) n_sandboxes));
                 (void) json_object_set_new(result, "argv", argv_json(argv));

@@ -11,14 +11,9 @@
 #include "json-util.h"
 #include "string-util.h"
 
-static double since_s(usec_t t0) {
-        return (double) (now_monotonic_usec() - t0) / 1e6;
-}
-
 /* "HTTP 409 SANDBOX_EXEC_SCOPE_BUSY" or "no response: ..." — short, for counting by kind. */
 void bench_reply_error_kind(const BenchReply *rep, const json_t *body, char *buf, size_t n) {
-        const json_t *detail = body ? json_object_get(body, "detail") : NULL;
-        const char *code = json_is_object(detail) ? json_string_value(json_object_get(detail, "code")) : NULL;
+        const char *code = client_error_code(body);
 
         if (rep->status == 0)
                 (void) bsprintf(buf, n, "no response: %s", rep->error ? rep->error : "?");
@@ -167,7 +162,7 @@ int bench_sandboxes_create(Bench *b, BenchSandboxes *c, const char *kind, uint64
         t0 = now_monotonic_usec();
         r = bench_http_run(b->http, (unsigned) MIN((uint64_t) concurrency, MAX(n, (uint64_t) 1)), &loop, err, errlen);
         if (ret_wall_s)
-                *ret_wall_s = since_s(t0);
+                *ret_wall_s = monotonic_seconds_since(t0);
         bench_progress_clear(b);
         return r;
 }

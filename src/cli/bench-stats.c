@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "bench.h"
+#include "string-util.h"
 
 #define BENCH_ERRORS_DISTINCT_MAX 16
 
@@ -116,18 +120,53 @@ void bench_errors_done(BenchErrors *e) {
         *e = (BenchErrors) {};
 }
 
-int bench_samples_write(BenchSamples *s, const char *path) {
-        FILE *f;
-        int r = 0;
-
-        f = fopen(path, "we");
-        if (!f)
-                return -errno;
+static int samples_write_to(BenchSamples *s, FILE *f) {
         samples_sort(s);
         for (size_t i = 0; i < s->n; i++)
                 if (fprintf(f, "%.3f\n", s->v[i]) < 0)
-                        r = -EIO;
+                        return -EIO;
+        return fflush(f) != 0 ? -errno : 0;
+}
+
+/* Atomically: a temporary file next to PATH, renamed over it once complete, so a reader never sees
+ * a half-written list and a failed run leaves no partial file behind. An existing PATH that is not
+ * a regular file (/dev/stdout, a FIFO) is written directly. */
+int bench_samples_write(BenchSamples *s, const char *path) {
+        _cleanup_free_ char *tmp = NULL;
+        struct stat st;
+        FILE *f;
+        int fd, r = 0;
+
+        if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+                f = fopen(path, "we");
+                if (!f)
+                        return -errno;
+                r = samples_write_to(s, f);
+                if (fclose(f) != 0 && r == 0)
+                        r = -errno;
+                return r;
+        }
+        tmp = strprintf("%s.tmp.XXXXXX", path);
+        if (!tmp)
+                return -ENOMEM;
+        fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        f = fdopen(fd, "w");
+        if (!f) {
+                r = -errno;
+                (void) close(fd);
+                (void) unlink(tmp);
+                return r;
+        }
+        r = samples_write_to(s, f);
+        if (r == 0 && fchmod(fileno(f), 0644) < 0)
+                r = -errno;
         if (fclose(f) != 0 && r == 0)
                 r = -errno;
+        if (r == 0 && rename(tmp, path) < 0)
+                r = -errno;
+        if (r < 0)
+                (void) unlink(tmp);
         return r;
 }

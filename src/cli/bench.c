@@ -45,7 +45,8 @@ static const struct {
         [BENCH_IDLE] = { "idle", "daemon RSS and host process count before and after N idle sandboxes",
                          "Reads the daemon's VmRSS and threads and the host's process count, creates --count idle\n"
                          "sandboxes (resolve + connect, no exec), waits --settle, reads them again, then releases\n"
-                         "the sandboxes. The daemon is the local process listening on the URL's port, or --daemon-pid." },
+                         "the sandboxes. Read from /proc when the daemon is local (the process listening on the URL's\n"
+                         "port, or --daemon-pid), else from the \"process\" block of its authenticated /healthz." },
         [BENCH_MEMORY] = { "memory", "daemon memory per concurrent exec",
                            "Runs one exec in each of a few sandboxes, reads the daemon's RSS (idle), then keeps\n"
                            "--concurrency foreground execs of `sleep --hold` in flight and samples the RSS while all of\n"
@@ -59,7 +60,7 @@ static const struct {
 enum {
         OPT_URL = 1000, OPT_TOKEN, OPT_DATA_DIR, OPT_JSON, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_TIMEOUT, OPT_COUNT,
         OPT_WARMUP, OPT_SANDBOXES, OPT_EXECS, OPT_CONCURRENCY, OPT_DURATION, OPT_EXCLUSIVE, OPT_SETTLE, OPT_HOLD,
-        OPT_KEEP, OPT_BASELINE, OPT_DAEMON_PID, OPT_BWRAP, OPT_SAMPLES, OPT_HELP,
+        OPT_KEEP, OPT_BASELINE, OPT_DAEMON_PID, OPT_SOURCE, OPT_BWRAP, OPT_SAMPLES, OPT_HELP,
 };
 
 static const struct {
@@ -100,6 +101,8 @@ static const struct {
           "also time the bwrap floor (same -n) and print the ratios" },
         { { "daemon-pid", required_argument, NULL, OPT_DAEMON_PID }, MASK(BENCH_IDLE) | MASK(BENCH_MEMORY), "PID",
           "the daemon's pid (default: the local process listening on the URL's port)" },
+        { { "source", required_argument, NULL, OPT_SOURCE }, MASK(BENCH_IDLE) | MASK(BENCH_MEMORY), "FROM",
+          "proc (this host's /proc), daemon (its /healthz: works remotely) or auto (default)" },
         { { "bwrap", required_argument, NULL, OPT_BWRAP }, MASK(BENCH_BASELINE) | MASK(BENCH_SERIAL), "PATH",
           "the bwrap binary (default: bwrap in $PATH)" },
         { { "samples", required_argument, NULL, OPT_SAMPLES }, MASK(BENCH_SERIAL) | MASK(BENCH_LOAD), "FILE",
@@ -321,6 +324,18 @@ static int parse_args(int argc, char **argv, BenchOptions *o) {
                         o->daemon_pid = (pid_t) v;
                         break;
                 }
+                case OPT_SOURCE:
+                        if (streq(optarg, "auto"))
+                                o->source = BENCH_SOURCE_AUTO;
+                        else if (streq(optarg, "proc"))
+                                o->source = BENCH_SOURCE_PROC;
+                        else if (streq(optarg, "daemon"))
+                                o->source = BENCH_SOURCE_DAEMON;
+                        else {
+                                free(args);
+                                return fail_usage("--source must be auto, proc or daemon");
+                        }
+                        break;
                 case OPT_BWRAP:
                         o->bwrap = optarg;
                         break;
@@ -402,6 +417,8 @@ static int parse_args(int argc, char **argv, BenchOptions *o) {
         default:
                 break;
         }
+        if (o->source == BENCH_SOURCE_DAEMON && o->daemon_pid > 0)
+                return fail_usage("--daemon-pid reads /proc: it does not go with --source daemon");
         if (!g.timeout)
                 o->timeout_ms = 120000;
         if (o->kind == BENCH_MEMORY && !g.timeout)
@@ -440,35 +457,41 @@ void bench_progress_clear(Bench *b) {
 
 /* ---- the daemon ---- */
 
+/* GET PATH expecting 200 and JSON: 0 with the body, or an error line "CODE: message (GET PATH)". */
+int bench_get_json(const Bench *b, const char *path, json_t **ret, char *err, size_t errlen) {
+        _cleanup_json_ json_t *h = NULL;
+        char line[BENCH_ERR_MAX], cerr[BENCH_ERR_MAX] = "";
+        long status = 0;
+        int r;
+
+        r = client_json(b->client, "GET", path, NULL, &status, &h, cerr, sizeof cerr);
+        if (r < 0) {
+                (void) bsprintf(err, errlen, "UNREACHABLE: %s", cerr[0] ? cerr : strerror(-r));
+                return r;
+        }
+        if (status != 200) {
+                (void) bsprintf(err, errlen, "%s (GET %s)", client_error_line(status, h, line, sizeof line), path);
+                return -EPROTO;
+        }
+        *ret = TAKE_PTR(h);
+        return 0;
+}
+
 /* GET /healthz with the token: proves the daemon is there and the token works, and says what is
  * measured (version, isolation level, network mode, runtime, store). */
 static int daemon_identity(Bench *b, char *err, size_t errlen) {
         _cleanup_json_ json_t *h = NULL;
         json_t *iso, *id;
-        char line[BENCH_ERR_MAX], cerr[BENCH_ERR_MAX] = "";
-        long status = 0;
         int r;
 
         /* An authenticated call first: /healthz answers a wrong token too (with less). */
-        r = client_json(b->client, "GET", "/api/v1/sandboxes?limit=1", NULL, &status, &h, cerr, sizeof cerr);
-        if (r < 0) {
-                (void) bsprintf(err, errlen, "UNREACHABLE: %s", cerr[0] ? cerr : strerror(-r));
+        r = bench_get_json(b, "/api/v1/sandboxes?limit=1", &h, err, errlen);
+        if (r < 0)
                 return r;
-        }
-        if (status != 200) {
-                (void) bsprintf(err, errlen, "%s (GET /api/v1/sandboxes)", client_error_line(status, h, line, sizeof line));
-                return -EPROTO;
-        }
         json_decref(TAKE_PTR(h));
-        r = client_json(b->client, "GET", "/healthz", NULL, &status, &h, cerr, sizeof cerr);
-        if (r < 0) {
-                (void) bsprintf(err, errlen, "UNREACHABLE: %s", cerr[0] ? cerr : strerror(-r));
+        r = bench_get_json(b, "/healthz", &h, err, errlen);
+        if (r < 0)
                 return r;
-        }
-        if (status != 200) {
-                (void) bsprintf(err, errlen, "%s (GET /healthz)", client_error_line(status, h, line, sizeof line));
-                return -EPROTO;
-        }
         iso = json_object_get(h, "isolation");
         if (!json_is_object(iso)) {
                 (void) bsprintf(err, errlen, "BAD_REPLY: GET /healthz with the token has no isolation report (not a sandloom daemon, or the token was not accepted)");
@@ -493,6 +516,11 @@ static int daemon_identity(Bench *b, char *err, size_t errlen) {
 
 static double num(const json_t *o, const char *key) {
         return json_number_value(json_object_get(o, key));
+}
+
+static bool from_daemon(const json_t *r) {
+        const char *src = json_string_value(json_object_get(r, "source"));
+        return src && streq(src, "daemon");
 }
 
 static long long inum(const json_t *o, const char *key) {
@@ -600,23 +628,28 @@ static void print_human(const Bench *b, const json_t *r, FILE *f) {
                 break;
         case BENCH_IDLE: {
                 const json_t *be = json_object_get(r, "before"), *af = json_object_get(r, "after");
-                fprintf(f, "%lld idle sandboxes (resolve + connect, no exec; %.1f/s), daemon pid %lld, measured %.1f s after\n",
-                        inum(r, "created"), num(r, "creations_per_s"), inum(r, "daemon_pid"), num(r, "settle_s"));
+                fprintf(f, "%lld idle sandboxes (resolve + connect, no exec; %.1f/s), daemon pid %lld (from %s), measured %.1f s after\n",
+                        inum(r, "created"), num(r, "creations_per_s"), inum(r, "daemon_pid"),
+                        from_daemon(r) ? "its /healthz" : "/proc",
+                        num(r, "settle_s"));
                 fprintf(f, "  daemon RSS:      %9.1f MiB -> %9.1f MiB  (%+.2f MiB, %.0f bytes per sandbox)\n",
                         (double) inum(be, "daemon_rss_kib") / 1024, (double) inum(af, "daemon_rss_kib") / 1024,
                         num(r, "daemon_rss_growth_mib"), num(r, "rss_per_sandbox_bytes"));
                 fprintf(f, "  daemon threads:  %9lld     -> %9lld\n", inum(be, "daemon_threads"), inum(af, "daemon_threads"));
-                fprintf(f, "  host processes:  %9lld     -> %9lld      (%+lld)\n", inum(be, "host_processes"),
-                        inum(af, "host_processes"), inum(r, "new_processes"));
-                fprintf(f, "  daemon's tree:   %9lld     -> %9lld      (%+lld processes: the daemon, its spawner, sandbox processes)\n",
-                        inum(be, "daemon_tree_processes"), inum(af, "daemon_tree_processes"),
-                        inum(r, "new_daemon_tree_processes"));
+                if (json_object_get(r, "new_processes"))
+                        fprintf(f, "  host processes:  %9lld     -> %9lld      (%+lld)\n", inum(be, "host_processes"),
+                                inum(af, "host_processes"), inum(r, "new_processes"));
+                if (json_object_get(r, "new_daemon_tree_processes"))
+                        fprintf(f, "  daemon's tree:   %9lld     -> %9lld      (%+lld processes: the daemon, its spawner, sandbox processes)\n",
+                                inum(be, "daemon_tree_processes"), inum(af, "daemon_tree_processes"),
+                                inum(r, "new_daemon_tree_processes"));
                 break;
         }
         case BENCH_MEMORY: {
                 const json_t *id = json_object_get(r, "idle"), *pk = json_object_get(r, "busy_peak");
-                fprintf(f, "%lld concurrent foreground execs of `sleep` over %lld sandbox%s, daemon pid %lld (%lld samples)\n",
-                        inum(r, "concurrency"), inum(r, "sandboxes"), inum(r, "sandboxes") == 1 ? "" : "es", inum(r, "daemon_pid"), inum(r, "samples"));
+                fprintf(f, "%lld concurrent foreground execs of `sleep` over %lld sandbox%s, daemon pid %lld (%lld samples from %s)\n",
+                        inum(r, "concurrency"), inum(r, "sandboxes"), inum(r, "sandboxes") == 1 ? "" : "es", inum(r, "daemon_pid"), inum(r, "samples"),
+                        from_daemon(r) ? "its /healthz" : "/proc");
                 fprintf(f, "  daemon RSS:   idle %9.1f MiB, busy peak %9.1f MiB  -> %.1f KiB per concurrent exec\n",
                         (double) inum(id, "daemon_rss_kib") / 1024, (double) inum(pk, "daemon_rss_kib") / 1024,
                         num(r, "daemon_kib_per_exec"));

@@ -106,6 +106,13 @@ typedef enum BenchKind {
         _BENCH_KIND_MAX,
 } BenchKind;
 
+/* Where idle/memory read the daemon's RSS, threads and process tree. */
+typedef enum BenchSource {
+        BENCH_SOURCE_AUTO,              /* proc when the daemon is found on this host, else daemon */
+        BENCH_SOURCE_PROC,              /* /proc on this host */
+        BENCH_SOURCE_DAEMON,            /* the "process" block of the daemon's authenticated /healthz */
+} BenchSource;
+
 typedef struct BenchOptions {
         BenchKind kind;
         ClientOptions client;
@@ -122,6 +129,7 @@ typedef struct BenchOptions {
         bool keep;                      /* do not release what was created */
         bool with_baseline;             /* serial --baseline */
         pid_t daemon_pid;
+        BenchSource source;
         const char *bwrap;
         const char *samples_path;       /* serial/load: every measured latency (ms), one per line */
         long timeout_ms;
@@ -193,3 +201,7 @@ int bench_proc_tree_count(pid_t pid, uint64_t *ret);
 extern volatile sig_atomic_t bench_interrupted;
 
 int bench_main(int argc, char **argv);
+
+/* GET PATH expecting 200 and JSON: 0 with the body in *RET, or < 0 with ERR set to
+ * "CODE: message (GET PATH)" (UNREACHABLE when no answer came). */
+int bench_get_json(const Bench *b, const char *path, json_t **ret, char *err, size_t errlen);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base64.h"
+#include "buf.h"
 #include "cli-sse.h"
 #include "cli.h"
 #include "fileio.h"
@@ -24,6 +25,7 @@
 
 #define SSE_EVENT_MAX (64u * 1024u * 1024u)     /* the end record carries up to 2 x 8 MiB of output, base64 */
 #define STDIN_MAX (64u * 1024u * 1024u)         /* the daemon's own limit (32 MiB by default) decides */
+#define STALL_DEFAULT_MS 60000L                 /* a stream silent this long is dropped (no keep-alive period known) */
 #define RECONNECT_WINDOW_MS 60000               /* give up after this long without any progress */
 #define WAIT_SECONDS_MAX 30u                    /* long-poll of --json after a dropped connection */
 
@@ -138,7 +140,7 @@ static void *cancel_thread(void *p) {
 
                 if (client_json(c, "POST", path, NULL, &status, &answer, err, sizeof err) < 0)
                         break;
-                code = json_string_value(json_object_get(json_object_get(answer, "detail"), "code"));
+                code = client_error_code(answer);
                 if (status != 404 || !code || !streq(code, "EXEC_NOT_FOUND"))
                         break;
                 (void) usleep(250 * 1000);
@@ -181,9 +183,8 @@ static int arm_cancel(const CliArgs *a, const ExecRun *x) {
 
 static int read_stdin_file(const char *path, void **ret, size_t *ret_size) {
         _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ char *buf = NULL;
-        size_t size = 0, alloc = 0;
-        int in = STDIN_FILENO;
+        _cleanup_(buf_free) Buf b = BUF_INIT(STDIN_MAX);
+        int in = STDIN_FILENO, r;
 
         if (!streq(path, "-")) {
                 fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -192,34 +193,23 @@ static int read_stdin_file(const char *path, void **ret, size_t *ret_size) {
                 in = fd;
         }
         for (;;) {
-                ssize_t n;
+                char chunk[65536];
+                ssize_t n = loop_read(in, chunk, sizeof chunk);
 
-                if (size == alloc) {
-                        size_t a = alloc ? alloc * 2 : 65536;
-                        char *p;
-
-                        if (alloc >= STDIN_MAX + 1)
-                                return -EFBIG;
-                        a = MIN(a, (size_t) STDIN_MAX + 1);
-                        p = realloc(buf, a);
-                        if (!p)
-                                return -ENOMEM;
-                        buf = p;
-                        alloc = a;
-                }
-                n = read(in, buf + size, alloc - size);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                if (n == 0)
+                if (n <= 0) {
+                        if (n < 0)
+                                return (int) n;
                         break;
-                size += (size_t) n;
-                if (size > STDIN_MAX)
-                        return -EFBIG;
+                }
+                r = buf_append(&b, chunk, (size_t) n); /* -EFBIG past STDIN_MAX */
+                if (r < 0)
+                        return r;
         }
-        *ret = TAKE_PTR(buf);
-        *ret_size = size;
+        r = buf_reserve(&b, 0); /* empty input: an empty buffer, not NULL */
+        if (r < 0)
+                return r;
+        *ret_size = b.size;
+        *ret = buf_steal(&b);
         return 0;
 }
 
@@ -405,15 +395,11 @@ static void pause_ms(unsigned ms) {
                 ;
 }
 
-static const char *error_code(const json_t *answer) {
-        return json_string_value(json_object_get(json_object_get(answer, "detail"), "code"));
-}
-
 /* An answer that does not end a re-attach: a daemon that restarted meanwhile has moved the
  * sandbox to a new generation (same lifecycle, so the exec is still there: learn the generation
  * and ask again), or is still stopping. Returns true to try again. */
 static bool retry_after(ExecRun *x, json_t *body, bool reattaching, long status, const json_t *answer) {
-        const char *code = error_code(answer);
+        const char *code = client_error_code(answer);
         _cleanup_json_ json_t *rec = NULL;
         _cleanup_free_ char *path = NULL;
         char err[256];
@@ -455,6 +441,9 @@ static int stream(ExecRun *x, json_t *body) {
                         .sink = sse_sink,
                         .userdata = x,
                         .timeout_ms = -1,
+                        /* Silent for 3 keep-alive periods (60 s if the daemon names none): dropped. */
+                        .stall_ms = STALL_DEFAULT_MS,
+                        .stall_header = "X-Sandloom-Keepalive-Seconds",
                 };
                 int r;
 
@@ -505,7 +494,7 @@ static int stream(ExecRun *x, json_t *body) {
                         if (!retry_after(x, body, x->started || dropped, status, j))
                                 return cli_http_error(status, j);
                         r = -EAGAIN;
-                        (void) bsprintf(err, sizeof err, "%s", error_code(j));
+                        (void) bsprintf(err, sizeof err, "%s", client_error_code(j));
                 }
                 if (r >= 0 && !x->end && !x->error && resp.content_type &&
                     !startswith(resp.content_type, "text/event-stream")) {
@@ -563,7 +552,7 @@ static int wait_json(ExecRun *x, json_t *body, json_t **ret) {
                         r = client_json(x->c, "GET", path, NULL, &status, &answer, err, sizeof err);
                 }
                 if (r >= 0) {
-                        const char *code = error_code(answer);
+                        const char *code = client_error_code(answer);
 
                         if (status == 404 && !post && code && streq(code, "EXEC_NOT_FOUND")) {
                                 post = true; /* the first request never arrived */

@@ -10,60 +10,41 @@
 #define FIELD_SLACK 64 /* a line may be a little longer than its value: "data: " */
 
 void cli_sse_init(CliSseParser *p, size_t max_event, CliSseHandler handler, void *userdata) {
-        *p = (CliSseParser) { .handler = handler, .userdata = userdata, .max_event = max_event };
+        *p = (CliSseParser) { .handler = handler, .userdata = userdata, .max_event = max_event,
+                              .line = BUF_INIT(max_event + FIELD_SLACK), .data = BUF_INIT(max_event) };
 }
 
 void cli_sse_done(CliSseParser *p) {
-        free(p->line);
-        free(p->data);
-        p->line = p->data = NULL;
-        p->line_len = p->line_alloc = p->data_len = p->data_alloc = 0;
+        buf_free(&p->line);
+        buf_free(&p->data);
 }
 
 bool cli_sse_pending(const CliSseParser *p) {
-        return p->line_len > 0 || p->has_data;
-}
-
-/* Grows *BUF to hold NEED bytes (+ NUL). */
-static int reserve(char **buf, size_t *alloc, size_t need) {
-        size_t a;
-        char *n;
-
-        if (need + 1 <= *alloc)
-                return 0;
-        a = *alloc ? *alloc : 256;
-        while (a < need + 1)
-                a *= 2;
-        n = realloc(*buf, a);
-        if (!n)
-                return -ENOMEM;
-        *buf = n;
-        *alloc = a;
-        return 0;
+        return p->line.size > 0 || p->has_data;
 }
 
 static int dispatch(CliSseParser *p) {
         int r = 0;
 
         if (p->has_data) {
-                if (p->data_len > 0 && p->data[p->data_len - 1] == '\n')
-                        p->data_len--; /* the LF after the last data line */
-                p->data[p->data_len] = '\0';
+                if (p->data.size > 0 && p->data.data[p->data.size - 1] == '\n')
+                        p->data.size--; /* the LF after the last data line */
+                p->data.data[p->data.size] = '\0';
                 p->n_events++;
-                r = p->handler(p->event[0] ? p->event : "message", p->data, p->data_len, p->userdata);
+                r = p->handler(p->event[0] ? p->event : "message", p->data.data, p->data.size, p->userdata);
         }
-        p->data_len = 0;
+        p->data.size = 0;
         p->has_data = false;
         p->event[0] = '\0';
         return r;
 }
 
 static int process_line(CliSseParser *p) {
-        const char *line = p->line ? p->line : "", *colon, *value;
-        size_t len = p->line_len, name_len, value_len;
+        const char *line = p->line.data ? p->line.data : "", *colon, *value;
+        size_t len = p->line.size, name_len, value_len;
         int r;
 
-        p->line_len = 0;
+        p->line.size = 0; /* not buf_clear(): LINE is read below */
         if (len == 0)
                 return dispatch(p);
         if (line[0] == ':')
@@ -82,14 +63,13 @@ static int process_line(CliSseParser *p) {
                 memcpy(p->event, value, n);
                 p->event[n] = '\0';
         } else if (name_len == 4 && strneq(line, "data", 4)) {
-                if (p->data_len + value_len + 1 > p->max_event)
+                if (p->data.size + value_len + 1 > p->max_event)
                         return -E2BIG;
-                r = reserve(&p->data, &p->data_alloc, p->data_len + value_len + 1);
+                r = buf_append(&p->data, value, value_len);
+                if (r >= 0)
+                        r = buf_append(&p->data, "\n", 1);
                 if (r < 0)
                         return r;
-                memcpy(p->data + p->data_len, value, value_len);
-                p->data_len += value_len;
-                p->data[p->data_len++] = '\n';
                 p->has_data = true;
         }
         /* id, retry and unknown fields: nothing to do for this client */
@@ -115,9 +95,9 @@ int cli_sse_feed(CliSseParser *p, const char *buf, size_t size) {
                         p->after_cr = c == '\r';
                         if (!p->bom_checked) {
                                 p->bom_checked = true;
-                                if (p->line_len >= 3 && memcmp(p->line, "\xEF\xBB\xBF", 3) == 0) {
-                                        memmove(p->line, p->line + 3, p->line_len - 3);
-                                        p->line_len -= 3;
+                                if (p->line.size >= 3 && memcmp(p->line.data, "\xEF\xBB\xBF", 3) == 0) {
+                                        memmove(p->line.data, p->line.data + 3, p->line.size - 3 + 1); /* + NUL */
+                                        p->line.size -= 3;
                                 }
                         }
                         r = process_line(p);
@@ -129,14 +109,11 @@ int cli_sse_feed(CliSseParser *p, const char *buf, size_t size) {
                 size_t j = i;
                 while (j < size && buf[j] != '\r' && buf[j] != '\n')
                         j++;
-                if (p->line_len + (j - i) > p->max_event + FIELD_SLACK)
+                if (p->line.size + (j - i) > p->max_event + FIELD_SLACK)
                         return -E2BIG;
-                r = reserve(&p->line, &p->line_alloc, p->line_len + (j - i));
+                r = buf_append(&p->line, buf + i, j - i);
                 if (r < 0)
                         return r;
-                memcpy(p->line + p->line_len, buf + i, j - i);
-                p->line_len += j - i;
-                p->line[p->line_len] = '\0';
                 i = j;
         }
         return 0;

@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "buf.h"
+
 #define CLI_SSE_EVENT_NAME_MAX 64
 
 /* DATA is NUL-terminated (SIZE bytes). Return < 0 to stop: cli_sse_feed() returns it. */
@@ -20,10 +22,8 @@ typedef struct CliSseParser {
         CliSseHandler handler;
         void *userdata;
         size_t max_event;        /* bytes of data (and of one line) before -E2BIG */
-        char *line;
-        size_t line_len, line_alloc;
-        char *data;
-        size_t data_len, data_alloc;
+        Buf line;                /* the line being read */
+        Buf data;                /* the data lines of the event being read, each + LF */
         bool has_data;
         bool after_cr;           /* the last piece ended in CR: a following LF belongs to it */
         bool bom_checked;

@@ -72,7 +72,7 @@ int cli_http_error(long status, const json_t *body) {
         const char *code = NULL, *message = NULL;
 
         if (json_is_object(detail)) {
-                code = json_string_value(json_object_get(detail, "code"));
+                code = client_error_code(body);
                 message = json_string_value(json_object_get(detail, "message"));
         } else if (json_is_string(detail))
                 code = json_string_value(detail); /* Sandloom's bare-string form */

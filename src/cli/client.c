@@ -8,10 +8,15 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "fileio.h"
+#include "parse-util.h"
 #include "string-util.h"
+#include "time-util.h"
 
 #define DEFAULT_URL "http://127.0.0.1:8080"
 #define MAX_TOKEN_FILE 4096
@@ -234,17 +239,60 @@ typedef struct Sink {
         const ClientRequest *req;
         CURL *handle;
         long status;             /* known once the first piece of the body arrives */
-        char *buf;
-        size_t size, alloc;
+        Buf body;                /* capped at CLIENT_MAX_RESPONSE_BYTES */
         int sink_error;
         bool too_big;
+        long stall_ms;           /* see ClientRequest.stall_ms; 0 = off */
+        uint64_t last_byte_ms;   /* monotonic time of the last byte received (or sent) */
+        curl_off_t last_ulnow;
+        bool stalled;
 } Sink;
+
+static uint64_t mono_ms(void) {
+        return now_monotonic_usec() / 1000;
+}
+
+/* Response headers: each counts as a sign of life; STALL_HEADER sets the stall limit. */
+static size_t header_cb(char *data, size_t one, size_t n, void *userdata) {
+        Sink *s = userdata;
+        size_t len = strlen(s->req->stall_header ?: "");
+        char value[32];
+        uint64_t secs;
+
+        s->last_byte_ms = mono_ms();
+        if (len == 0 || n <= len + 1 || n - len - 1 >= sizeof value || strncasecmp(data, s->req->stall_header, len) != 0 ||
+            data[len] != ':')
+                return one * n;
+        memcpy(value, data + len + 1, n - len - 1);
+        value[n - len - 1] = '\0';
+        strstrip_trailing(value);
+        if (parse_u64(value + strspn(value, " \t"), &secs) >= 0 && secs > 0 && secs <= 3600)
+                s->stall_ms = (long) secs * 3000;
+        return one * n;
+}
+
+/* Called about once a second during the transfer: a silent stream is aborted. A request body
+ * still going out (a large stdin) is not silence. */
+static int xferinfo_cb(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow) {
+        Sink *s = userdata;
+
+        (void) dltotal, (void) dlnow, (void) ultotal;
+        if (ulnow != s->last_ulnow) {
+                s->last_ulnow = ulnow;
+                s->last_byte_ms = mono_ms();
+        }
+        if (s->stall_ms > 0 && mono_ms() - s->last_byte_ms > (uint64_t) s->stall_ms) {
+                s->stalled = true;
+                return 1;
+        }
+        return 0;
+}
 
 static size_t write_cb(char *data, size_t one, size_t n, void *userdata) {
         Sink *s = userdata;
-        size_t need;
-        char *p;
+        int q;
 
+        s->last_byte_ms = mono_ms();
         if (s->status == 0)
                 (void) curl_easy_getinfo(s->handle, CURLINFO_RESPONSE_CODE, &s->status);
         /* Only a success body goes to the sink: an error body (JSON) is buffered for the caller,
@@ -257,25 +305,10 @@ static size_t write_cb(char *data, size_t one, size_t n, void *userdata) {
                 }
                 return n;
         }
-        if (s->size + n > CLIENT_MAX_RESPONSE_BYTES) {
+        q = buf_append(&s->body, data, n);
+        if (q == -EFBIG)
                 s->too_big = true;
-                return 0;
-        }
-        need = s->size + n + 1;
-        if (need > s->alloc) {
-                size_t a = s->alloc ? s->alloc : 4096;
-                while (a < need)
-                        a *= 2;
-                p = realloc(s->buf, a);
-                if (!p)
-                        return 0;
-                s->buf = p;
-                s->alloc = a;
-        }
-        memcpy(s->buf + s->size, data, n);
-        s->size += n;
-        s->buf[s->size] = '\0';
-        return n;
+        return q < 0 ? 0 : n;
 }
 
 static int curl_to_errno(CURLcode cc) {
@@ -296,7 +329,7 @@ static int curl_to_errno(CURLcode cc) {
 int client_perform(Client *c, const ClientRequest *req, ClientResponse *ret, char *err, size_t errlen) {
         _cleanup_free_ char *url = NULL, *accept = NULL, *ctype = NULL;
         struct curl_slist *headers = NULL;
-        Sink s = { .req = req, .handle = c->curl };
+        Sink s = { .req = req, .handle = c->curl, .body = BUF_INIT(CLIENT_MAX_RESPONSE_BYTES) };
         const char *ct = NULL;
         long timeout;
         CURLcode cc;
@@ -346,19 +379,34 @@ int client_perform(Client *c, const ClientRequest *req, ClientResponse *ret, cha
                 (void) curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) req->body_size);
         }
 
+        if (req->stall_ms > 0) {
+                s.stall_ms = req->stall_ms;
+                s.last_byte_ms = mono_ms();
+                (void) curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_cb);
+                (void) curl_easy_setopt(h, CURLOPT_HEADERDATA, &s);
+                (void) curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, xferinfo_cb);
+                (void) curl_easy_setopt(h, CURLOPT_XFERINFODATA, &s);
+                (void) curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+        }
         cc = curl_easy_perform(h);
         curl_slist_free_all(headers);
+        if (s.stalled && s.sink_error == 0) {
+                buf_free(&s.body);
+                (void) bsprintf(err, errlen, "No data from %s for %ld s: the stream counts as dropped.", c->base_url,
+                                s.stall_ms / 1000);
+                return -ETIMEDOUT;
+        }
         if (s.sink_error < 0) {
-                free(s.buf);
+                buf_free(&s.body);
                 return s.sink_error;
         }
         if (s.too_big) {
-                free(s.buf);
+                buf_free(&s.body);
                 (void) bsprintf(err, errlen, "The response is larger than %u bytes.", CLIENT_MAX_RESPONSE_BYTES);
                 return -EFBIG;
         }
         if (cc != CURLE_OK) {
-                free(s.buf);
+                buf_free(&s.body);
                 (void) bsprintf(err, errlen, "Cannot reach %s: %s.", c->base_url, curl_easy_strerror(cc));
                 return curl_to_errno(cc);
         }
@@ -366,8 +414,8 @@ int client_perform(Client *c, const ClientRequest *req, ClientResponse *ret, cha
         (void) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &ret->status);
         if (curl_easy_getinfo(h, CURLINFO_CONTENT_TYPE, &ct) == CURLE_OK && ct)
                 ret->content_type = strdup(ct);
-        ret->body = s.buf ? s.buf : strdup("");
-        ret->size = s.size;
+        ret->size = s.body.size;
+        ret->body = s.body.data ? buf_steal(&s.body) : strdup("");
         if (!ret->body) {
                 client_response_done(ret);
                 return -ENOMEM;
@@ -399,12 +447,17 @@ int client_json(Client *c, const char *method, const char *path, json_t *body, l
         return 0;
 }
 
+const char *client_error_code(const json_t *body) {
+        /* json_object_get() answers NULL for NULL or a non-object, json_string_value() for a non-string. */
+        return json_string_value(json_object_get(json_object_get(body, "detail"), "code"));
+}
+
 const char *client_error_line(long status, const json_t *body, char *buf, size_t buflen) {
         const char *code = NULL, *message = NULL;
         json_t *detail = body ? json_object_get(body, "detail") : NULL;
 
         if (json_is_object(detail)) {
-                code = json_string_value(json_object_get(detail, "code"));
+                code = client_error_code(body);
                 message = json_string_value(json_object_get(detail, "message"));
         }
         if (code && message)

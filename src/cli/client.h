@@ -70,6 +70,11 @@ typedef struct ClientRequest {
         ClientSink sink;         /* when set, the body goes here instead of into response->body */
         void *userdata;
         long timeout_ms;         /* overrides the client's default when > 0; < 0 = no timeout */
+        /* Stall detection for long streams: no byte at all for STALL_MS fails the request with
+         * -ETIMEDOUT (0 = off). When the response has header STALL_HEADER ("N" seconds, N > 0),
+         * the limit becomes 3 x N seconds instead (the daemon's keep-alive period). */
+        long stall_ms;
+        const char *stall_header;
 } ClientRequest;
 
 /* Performs one request. Returns 0 when any HTTP response arrived (check ret->status), -ECONNREFUSED/
@@ -84,6 +89,9 @@ int client_json(Client *c, const char *method, const char *path, json_t *body, l
 /* "CODE: message" from a sandloom error body ({"detail": {"code", "message"}}), or the HTTP
  * status when the body is not one. Writes into BUF. */
 const char *client_error_line(long status, const json_t *body, char *buf, size_t buflen);
+
+/* The "detail.code" of a sandloom error body, or NULL (also for no body or another shape). */
+const char *client_error_code(const json_t *body);
 
 /* Percent-encodes S for a query-string value or a path segment. Returns malloc'ed or NULL. */
 char *client_escape(const char *s);

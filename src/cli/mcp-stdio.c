@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "client.h"
 #include "fileio.h"
 #include "json-util.h"
@@ -175,29 +176,9 @@ static void learn_version(Bridge *b, json_t *init_id, json_t *answer) {
 
 /* --- forwarding one message --- */
 
-typedef struct Body {
-        char *data;
-        size_t size, alloc;
-} Body;
-
-/* Collects a 2xx answer (the shared client's own buffer stops at CLIENT_MAX_RESPONSE_BYTES). */
+/* Collects a 2xx answer into a Buf (the shared client's own buffer stops at CLIENT_MAX_RESPONSE_BYTES). */
 static int body_sink(const char *data, size_t size, void *userdata) {
-        Body *b = userdata;
-
-        if (size > ANSWER_MAX_BYTES - b->size)
-                return -EFBIG;
-        if (b->size + size + 1 > b->alloc) {
-                size_t a = MAX(b->alloc * 2, b->size + size + 1);
-                char *p = realloc(b->data, MAX(a, (size_t) 4096));
-                if (!p)
-                        return -ENOMEM;
-                b->data = p;
-                b->alloc = MAX(a, (size_t) 4096);
-        }
-        memcpy(b->data + b->size, data, size);
-        b->size += size;
-        b->data[b->size] = '\0';
-        return 0;
+        return buf_append(userdata, data, size);
 }
 
 static void forward(Bridge *b, Client *c, const Line *l) {
@@ -205,9 +186,8 @@ static void forward(Bridge *b, Client *c, const Line *l) {
         char err[512] = "", header[64] = "", line[512];
         const char *headers[2] = { NULL, NULL };
         json_t *msg = l->msg;
-        _cleanup_free_ char *collected = NULL;
+        _cleanup_(buf_free) Buf body = BUF_INIT(ANSWER_MAX_BYTES);
         ClientResponse resp = {};
-        Body body = {};
         int r;
 
         if (!msg) {
@@ -235,7 +215,6 @@ static void forward(Bridge *b, Client *c, const Line *l) {
                                    .userdata = &body,
                            },
                            &resp, err, sizeof err);
-        collected = body.data;
         if (r == -EFBIG || r == -ENOMEM) {
                 fail_requests(b, ids, r == -EFBIG ? "the daemon's answer is larger than the bridge accepts (1 GiB)"
                                                   : "out of memory reading the daemon's answer", 0, NULL);
@@ -261,8 +240,7 @@ static void forward(Bridge *b, Client *c, const Line *l) {
                 emit(b, TAKE_PTR(answer));
         } else {
                 /* The HTTP layer refused (401 token, 403 host, 413 size, 503 stopping, ...). */
-                json_t *detail = json_object_get(answer, "detail");
-                const char *code = json_string_value(json_object_get(detail, "code"));
+                const char *code = client_error_code(answer);
 
                 fail_requests(b, ids, client_error_line(resp.status, answer, line, sizeof line), resp.status, code);
         }

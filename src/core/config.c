@@ -40,6 +40,8 @@ const ConfigSetting config_settings[] = {
           "Most client connections open at once.", FIELD(max_connections), false },
         { "SANDBOX_HTTP_IDLE_TIMEOUT_SECONDS", "--http-idle-timeout-seconds", CONFIG_UINT, "120", 5, 3600, NULL,
           "A connection idle this long (no bytes either way) is closed.", FIELD(http_idle_timeout_seconds), false },
+        { "SANDBOX_SSE_KEEPALIVE_SECONDS", "--sse-keepalive-seconds", CONFIG_UINT, "15", 0, 3600, NULL,
+          "An exec event stream silent this long gets a `: keep-alive` comment; 0 = none.", FIELD(sse_keepalive_seconds), false },
         { "SANDBOX_MAX_FILE_API_BYTES", "--max-file-api-bytes", CONFIG_BYTES, "32M", 1024, 1 * GiB, NULL,
           "Largest file content in a JSON files-API call; JSON bodies may be 1 MiB larger.", FIELD(max_file_api_bytes), false },
         { "SANDBOX_MAX_UPLOAD_BYTES", "--max-upload-bytes", CONFIG_BYTES, "1G", 1024, 1024 * GiB, NULL,

@@ -17,6 +17,7 @@ typedef struct Config {
         uint64_t http_threads;        /* 0 = from the number of cores */
         uint64_t max_connections;
         uint64_t http_idle_timeout_seconds;
+        uint64_t sse_keepalive_seconds; /* 0 = no keep-alive comments */
         uint64_t max_file_api_bytes;
         uint64_t max_upload_bytes;
         uint64_t max_archive_entries;

@@ -13,6 +13,8 @@
 #define EXEC_ENV_NAME_MAX 128
 #define EXEC_ARGV_MAX 256
 #define EXEC_PAYLOAD_MAX (1024 * 1024)     /* argv + env bytes together */
+#define EXEC_PAYLOAD_RESERVE (8 * 1024)    /* of it, room the daemon keeps in the launch message
+                                            * for its own variables, cwd and names */
 #define EXEC_KEY_SIZE 32
 #define EXEC_FINGERPRINT_HEX 64            /* HMAC-SHA256, lowercase hex */
 

@@ -15,7 +15,6 @@
 #include "launch.h"
 #include "spawner.h"
 
-#define container_of(ptr, type, member) ((type *) ((char *) (ptr) - offsetof(type, member)))
 
 #define EXEC_SLOT_BUCKETS 256u
 /* Threads that run launches (exec_begin + the spawner round trip): an HTTP thread only

@@ -38,6 +38,8 @@ int sandbox_status_from_string(const char *s); /* -EINVAL if unknown */
 
 #define OWNER_MAX 64
 #define SANDBOX_ID_MAX 128
+/* The characters of a sandbox id, exec id, profile and exec scope: ^[A-Za-z0-9_.:-]+$ */
+#define ID_CHARSET "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:-"
 #define SCOPE_ID_MAX 191
 #define PROFILE_MAX 64
 #define OPAQUE_ID_LEN 32 /* internal_id, lifecycle_id: 32 lowercase hex characters */

@@ -320,8 +320,9 @@ def assert_no_uid_processes(uid, timeout=5.0, what=""):
         raise AssertionError(f"processes of uid {uid} survive{' ' + what if what else ''}: {left}")
 
 
-def children_of(pid):
-    kids = []
+def children_index():
+    """{ppid: [pid, ...]} for every process on this host, from one pass over /proc."""
+    index = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -332,9 +333,13 @@ def children_of(pid):
             continue
         # pid (comm) state ppid ...: comm may contain spaces and parentheses
         rest = stat[stat.rfind(")") + 2:].split()
-        if len(rest) > 1 and int(rest[1]) == pid:
-            kids.append(int(name))
-    return kids
+        if len(rest) > 1:
+            index.setdefault(int(rest[1]), []).append(int(name))
+    return index
+
+
+def children_of(pid):
+    return children_index().get(pid, [])
 
 
 def pid_alive(pid):

@@ -114,6 +114,15 @@ def test_load_writes_every_sample(daemon, tmp_path):
         rank = max(1, -(-p * len(values) // 100))
         assert abs(values[rank - 1] - lat[key]) < 0.002, (key, values, lat)
     assert abs(sum(values) / len(values) - lat["mean_ms"]) < 0.01, (values, lat)
+    # Written to a temporary file and renamed: nothing else is left next to it.
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["samples.txt"]
+
+
+def test_samples_to_an_unwritable_place_is_an_error_and_leaves_nothing(daemon, tmp_path):
+    path = tmp_path / "missing-dir" / "samples.txt"
+    rc, out, err = run_bench(daemon, "serial", "-n", "3", "--samples", str(path))
+    assert rc == 1 and err.startswith("sandloom bench: SAMPLES_FILE: "), err
+    assert not path.parent.exists()
 
 
 def test_create_counts_and_releases(daemon, client):
@@ -128,7 +137,7 @@ def test_create_counts_and_releases(daemon, client):
 
 def test_idle_finds_the_local_daemon_and_reads_its_memory(daemon, client):
     doc = bench_json(daemon, "idle", "--count", "5", "--settle", "0")
-    assert doc["daemon_pid"] == daemon.proc.pid
+    assert doc["daemon_pid"] == daemon.proc.pid and doc["source"] == "proc"
     assert doc["created"] == 5
     for when in ("before", "after"):
         snap = doc[when]
@@ -136,6 +145,41 @@ def test_idle_finds_the_local_daemon_and_reads_its_memory(daemon, client):
         assert snap["host_processes"] >= 2 and snap["daemon_tree_processes"] >= 1
     assert doc["daemon_rss_growth_kib"] == doc["after"]["daemon_rss_kib"] - doc["before"]["daemon_rss_kib"]
     assert doc["released"] == 5
+    assert live_bench_sandboxes(client) == []
+    # The daemon's own report, read right after /proc, agrees with it (same pid, RSS within 2x).
+    rep = doc["daemon_report"]
+    assert rep["pid"] == daemon.proc.pid, rep
+    assert doc["after"]["daemon_rss_kib"] / 2 <= rep["rss_bytes"] / 1024 <= doc["after"]["daemon_rss_kib"] * 2, (rep, doc)
+    assert isinstance(rep["children"], int) and rep["children"] >= 0, rep
+
+
+def test_idle_from_the_daemons_own_report(daemon, client):
+    """--source daemon: what `idle` does against a daemon on another host (GET /healthz "process")."""
+    doc = bench_json(daemon, "idle", "--count", "5", "--settle", "0", "--source", "daemon")
+    assert doc["source"] == "daemon" and doc["daemon_pid"] == daemon.proc.pid
+    assert doc["created"] == 5 and doc["released"] == 5
+    for when in ("before", "after"):
+        snap = doc[when]
+        assert snap["daemon_rss_kib"] > 1024 and snap["daemon_threads"] >= 1, snap
+        assert snap["daemon_tree_processes"] >= 1, snap
+        # Only this host's /proc knows these: not made up from the daemon's report.
+        assert "host_processes" not in snap and "spawner_rss_kib" not in snap, snap
+    assert "new_processes" not in doc
+    assert doc["new_daemon_tree_processes"] == doc["after"]["daemon_tree_processes"] - doc["before"]["daemon_tree_processes"]
+    assert doc["daemon_rss_growth_kib"] == doc["after"]["daemon_rss_kib"] - doc["before"]["daemon_rss_kib"]
+    assert live_bench_sandboxes(client) == []
+    rc, out, err = run_bench(daemon, "idle", "--count", "2", "--settle", "0", "--source", "daemon")
+    assert rc == 0, err
+    assert "(from its /healthz)" in out and "host processes" not in out, out
+
+
+def test_memory_from_the_daemons_own_report_sees_the_running_execs(daemon, client):
+    doc = bench_json(daemon, "memory", "--concurrency", "4", "--hold", "3s", "--source", "daemon")
+    assert doc["source"] == "daemon" and doc["daemon_pid"] == daemon.proc.pid
+    assert doc["execs_ok"] == 4 and doc["failures"] == 0 and doc["samples"] >= 1
+    assert doc["busy_peak"]["daemon_rss_kib"] > 0 and doc["idle"]["daemon_rss_kib"] > 0
+    # The daemon counted its own tree while the 4 sleeps ran.
+    assert doc["busy_peak"]["daemon_tree_processes"] >= doc["idle"]["daemon_tree_processes"] + 4, doc
     assert live_bench_sandboxes(client) == []
 
 
@@ -166,6 +210,23 @@ def test_baseline_times_fork_exec_and_bwrap():
     assert "--unshare-net" in doc["bwrap"]["argv"] and "--unshare-pid" in doc["bwrap"]["argv"]
     assert "--unshare-net" not in doc["bwrap_no_netns"]["argv"]
     assert doc["bwrap_over_fork_exec_p50"] > 0
+
+
+def test_baseline_probe_survives_a_child_flooding_stderr(tmp_path):
+    """The probe run reads the child's stderr while it runs: a child writing far more than a pipe
+    holds (64 KiB) before exiting must not deadlock against the parent's waitpid."""
+    fake = tmp_path / "chatty-bwrap"
+    fake.write_text("#!/bin/sh\necho 'CHATTY-MARK first line' >&2\n"
+                    "head -c 400000 /dev/zero | tr '\\0' x >&2\nexit 3\n")
+    fake.chmod(0o755)
+    p = subprocess.run([BINARY, "bench", "baseline", "-n", "2", "--bwrap", str(fake), "--json", "--no-progress"],
+                       capture_output=True, env=clean_env(), timeout=60)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["fork_exec"]["available"] is True
+    for v in ("bwrap", "bwrap_no_netns"):
+        assert doc[v]["available"] is False
+        assert doc[v]["reason"] == f"{fake} exited with status 3: CHATTY-MARK first line", doc[v]
 
 
 def test_human_table_by_default(daemon):
@@ -203,7 +264,9 @@ def test_help_and_usage_errors():
         assert opt in load.stdout.decode()
     for args in (["load", "--count", "5"], ["serial", "-n", "0"], ["load", "--duration", "10 parsecs"], ["frobnicate"],
                  ["serial", "extra"], ["load", "--concurrency", "100000"],
-                 ["load", "--execs", "10", "--duration", "1s"], ["idle", "--daemon-pid", "0"]):
+                 ["load", "--execs", "10", "--duration", "1s"], ["idle", "--daemon-pid", "0"],
+                 ["idle", "--source", "sideways"], ["memory", "--source", "daemon", "--daemon-pid", "5"],
+                 ["serial", "--source", "proc"]):
         r = subprocess.run([BINARY, "bench", *args], capture_output=True, env=clean_env(), timeout=30)
         assert r.returncode == 2, (args, r.stderr)
         assert r.stderr.decode().startswith("sandloom bench: ") and r.stderr.decode().count("\n") == 1, r.stderr

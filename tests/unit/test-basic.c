@@ -120,6 +120,20 @@ static void test_parse_bytes_suffixes(void **state) {
         assert_int_equal(parse_bytes("99999999999T", &v), -ERANGE);
 }
 
+static void test_parse_status_field_finds_whole_field_names(void **state) {
+        const char *text = "Name:\tsandloom\nVmRSSx:\t1 kB\nVmRSS:\t  2048 kB\nThreads:\t7\nBad:\tx\n";
+        uint64_t v = 0;
+
+        assert_int_equal(parse_status_field(text, "VmRSS", &v), 0);
+        assert_true(v == 2048);
+        assert_int_equal(parse_status_field(text, "Threads", &v), 0);
+        assert_true(v == 7);
+        assert_int_equal(parse_status_field(text, "Vm", &v), -ENODATA);
+        assert_int_equal(parse_status_field(text, "Missing", &v), -ENODATA);
+        assert_int_equal(parse_status_field(text, "Bad", &v), -EBADMSG);
+        assert_int_equal(parse_status_field("", "VmRSS", &v), -ENODATA);
+}
+
 static void test_consttime_compare(void **state) {
         assert_true(memeq_consttime("abc", 3, "abc", 3));
         assert_false(memeq_consttime("abc", 3, "abd", 3));
@@ -190,6 +204,7 @@ int main(void) {
                 cmocka_unit_test(test_json_string_lossy_never_fails_on_bytes),
                 cmocka_unit_test(test_parse_u64_is_strict),
                 cmocka_unit_test(test_parse_bytes_suffixes),
+                cmocka_unit_test(test_parse_status_field_finds_whole_field_names),
                 cmocka_unit_test(test_consttime_compare),
                 cmocka_unit_test(test_strscpy_and_bsprintf_report_truncation),
                 cmocka_unit_test(test_random_range_stays_in_bounds),
