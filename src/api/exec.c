@@ -201,8 +201,8 @@ static int sse_ticker_start(SseStream *ss, uint64_t seconds) {
         t->last_sent = now_monotonic_usec();
         t->w = (ExecWaiter) { .fn = sse_ticker_fn, .until_end = true };
         ss->ticker = t;
-        if (exec_wait(ss->x, &t->w, t->period) > 0)
-                t->refs--; /* ended meanwhile: no waiter */
+        if (exec_wait(ss->x, &t->w, t->period) != 0)
+                t->refs--; /* ended meanwhile (or could not wait): no waiter holds it */
         return 0;
 }
 

@@ -431,3 +431,30 @@ def lc(fn, *args):
 def say(*a):
     print(*a, flush=True)
 '''
+
+
+def v1_hierarchies():
+    """{controller: mount point} of the cgroup v1 hierarchies, from /proc/self/mountinfo."""
+    found = {}
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            pre, _, post = line.partition(" - ")
+            fields = post.split()
+            if len(fields) < 3 or fields[0] != "cgroup":
+                continue
+            for opt in fields[2].split(","):
+                if opt in ("memory", "pids", "cpu", "cpuacct"):
+                    found.setdefault(opt, pre.split()[4])
+    return found
+
+
+# Python run inside a sandbox: forks for ever, each child forking on as well.
+FORK_BOMB = """
+import os, time
+while True:
+    try:
+        if os.fork() == 0:
+            continue        # the child forks on as well
+    except OSError:
+        time.sleep(0.05)
+"""

@@ -13,25 +13,11 @@ import os
 import pytest
 
 from helpers import Sandbox, wait_until
-from exec_helpers import (Background, assert_no_uid_processes, brief, denv, find_uid_process, run, uid_pids)
+from exec_helpers import (FORK_BOMB, Background, assert_no_uid_processes, brief, denv, find_uid_process, run,
+                          uid_pids, v1_hierarchies)
 
 MiB = 1024 * 1024
 V1_ROOT = "/sys/fs/cgroup"
-
-
-def v1_hierarchies():
-    """{controller: mount point} of the cgroup v1 hierarchies, from /proc/self/mountinfo."""
-    found = {}
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            pre, _, post = line.partition(" - ")
-            fields = post.split()
-            if len(fields) < 3 or fields[0] != "cgroup":
-                continue
-            for opt in fields[2].split(","):
-                if opt in ("memory", "pids", "cpu", "cpuacct"):
-                    found.setdefault(opt, pre.split()[4])
-    return found
 
 
 HIERARCHIES = v1_hierarchies()
@@ -89,17 +75,6 @@ def test_memory_bomb_is_oom_killed_and_other_sandboxes_are_not_disturbed(daemon_
     rec3 = run(bomb, ["/bin/echo", "again"])
     assert rec3["status"] == "SUCCEEDED" and rec3["oom_killed"] is False, brief(rec3)
     assert_no_uid_processes(bomb.uid, 5)
-
-
-FORK_BOMB = """
-import os, time
-while True:
-    try:
-        if os.fork() == 0:
-            continue        # the child forks on as well
-    except OSError:
-        time.sleep(0.05)
-"""
 
 
 def test_fork_bomb_is_stopped_by_the_pids_cgroup(daemon_factory):

@@ -14,8 +14,8 @@ import shutil
 import pytest
 
 from helpers import Sandbox, assert_error, assert_ok, unique_id, wait_until
-from exec_helpers import (Background, assert_no_uid_processes, brief, denv, find_uid_process, post_exec, run,
-                          uid_pids)
+from exec_helpers import (FORK_BOMB, Background, assert_no_uid_processes, brief, denv, find_uid_process, post_exec,
+                          run, uid_pids, v1_hierarchies)
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -35,20 +35,6 @@ def create(c, limits=None):
     assert_ok(r)
     assert_ok(s.connect())
     return s
-
-
-def v1_hierarchies():
-    found = {}
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            pre, _, post = line.partition(" - ")
-            fields = post.split()
-            if len(fields) < 3 or fields[0] != "cgroup":
-                continue
-            for opt in fields[2].split(","):
-                if opt in ("memory", "pids", "cpu"):
-                    found.setdefault(opt, pre.split()[4])
-    return found
 
 
 HIERARCHIES = v1_hierarchies()
@@ -182,24 +168,12 @@ def test_memory_override_is_the_sandbox_cgroup_limit_and_is_enforced(daemon_fact
     assert_no_uid_processes(small.uid, 5)
 
 
-FORK_BOMB = """
-import os, time
-while True:
-    try:
-        if os.fork() == 0:
-            continue
-    except OSError:
-        time.sleep(0.05)
-#forkbomb
-"""
-
-
 @need_v1
 def test_process_and_cpu_overrides_are_the_sandbox_cgroup_limits(daemon_factory):
     d = daemon_factory(env=denv({"SANDBOX_MAX_CPU_QUOTA": "1"}))
     c = d.client()
     s = create(c, {"max_processes": 20, "cpu_quota": 0.25})
-    bg = Background(run, s, ["python3", "-c", FORK_BOMB], timeout_seconds=5)
+    bg = Background(run, s, ["python3", "-c", FORK_BOMB + "#forkbomb"], timeout_seconds=5)
     bg.start()
     pid = find_uid_process(s.uid, "forkbomb", timeout=20)
     assert cgroup_file(pid, "pids", "pids.max") == 20

@@ -14,13 +14,13 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 
 import pytest
 
 from conftest import BINARY, clean_env
 from helpers import Sandbox, assert_ok, wait_until
-from exec_helpers import (Background, assert_no_uid_processes, brief, denv, find_uid_process, run, uid_pids)
+from exec_helpers import (FORK_BOMB, Background, assert_no_uid_processes, brief, denv, find_uid_process, run,
+                          uid_pids)
 
 MiB = 1024 * 1024
 
@@ -108,17 +108,6 @@ def test_every_exec_of_the_over_limit_sandbox_is_killed_and_marked(daemon_factor
     # The limit is the sandbox's: the idle exec went with it, and says why.
     assert rec2["status"] == "FAILED" and rec2["oom_killed"] is True and rec2["signal"] == 9, brief(rec2)
     assert rec2["duration_ms"] < 50000, brief(rec2)
-
-
-FORK_BOMB = """
-import os, time
-while True:
-    try:
-        if os.fork() == 0:
-            continue        # the child forks on as well
-    except OSError:
-        time.sleep(0.05)
-"""
 
 
 def test_fork_bomb_never_exceeds_the_limit_without_a_pids_cgroup(daemon_factory):
