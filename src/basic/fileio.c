@@ -97,3 +97,19 @@ ssize_t loop_read(int fd, void *buf, size_t n) {
         }
         return (ssize_t) done;
 }
+
+int read_attr_at(int dirfd, const char *name, char *buf, size_t size) {
+        _cleanup_close_ int fd = -EBADF;
+        ssize_t n;
+
+        if (size == 0)
+                return -EINVAL;
+        fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return negative_errno();
+        n = read(fd, buf, size - 1);
+        if (n < 0)
+                return negative_errno();
+        buf[n] = '\0';
+        return 0;
+}

@@ -19,6 +19,20 @@ usec_t now_monotonic_usec(void) {
         return now_usec(CLOCK_MONOTONIC);
 }
 
+struct timespec monotonic_deadline(usec_t timeout) {
+        const usec_t cap = UINT64_C(100) * 365 * 86400 * 1000000u;
+        struct timespec ts;
+        usec_t t;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        if (timeout > cap)
+                timeout = cap;
+        t = (usec_t) ts.tv_nsec / 1000u + timeout;
+        ts.tv_sec += (time_t) (t / 1000000u);
+        ts.tv_nsec = (long) ((t % 1000000u) * 1000u);
+        return ts;
+}
+
 double monotonic_seconds_since(usec_t t0) {
         return (double) (now_monotonic_usec() - t0) / 1e6;
 }

@@ -3,11 +3,17 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 typedef uint64_t usec_t;
 
 usec_t now_realtime_usec(void);
 usec_t now_monotonic_usec(void);
+
+/* CLOCK_MONOTONIC now + TIMEOUT as a timespec, for pthread_cond_timedwait() on a condition
+ * whose clock is CLOCK_MONOTONIC (and sem/ppoll-style deadlines). TIMEOUT is capped at 100
+ * years, so that no sum overflows. */
+struct timespec monotonic_deadline(usec_t timeout);
 
 /* Seconds from T0 (a now_monotonic_usec() value) to now. */
 double monotonic_seconds_since(usec_t t0);

@@ -22,6 +22,7 @@
 #include "parse-util.h"
 #include "random-util.h"
 #include "string-util.h"
+#include "time-util.h"
 
 #define SSE_EVENT_MAX (64u * 1024u * 1024u)     /* the end record carries up to 2 x 8 MiB of output, base64 */
 #define STDIN_MAX (64u * 1024u * 1024u)         /* the daemon's own limit (32 MiB by default) decides */
@@ -381,13 +382,6 @@ static void cancel_now(ExecRun *x) {
                 (void) client_json(x->c, "POST", path, NULL, &status, &answer, err, sizeof err);
 }
 
-static uint64_t now_ms(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
-}
-
 static void pause_ms(unsigned ms) {
         struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long) (ms % 1000) * 1000000L };
 
@@ -426,7 +420,7 @@ static bool retry_after(ExecRun *x, json_t *body, bool reattaching, long status,
 
 static int stream(ExecRun *x, json_t *body) {
         _cleanup_free_ char *post_path = cli_sandbox_path(x->sandbox_id, "/exec"), *eid = client_escape(x->exec_id);
-        uint64_t last_progress = now_ms();
+        uint64_t last_progress = now_monotonic_usec() / 1000;
         unsigned backoff = 100;
         bool dropped = false;
         char err[1024];
@@ -510,10 +504,10 @@ static int stream(ExecRun *x, json_t *body) {
                 /* No answer, or the stream ended before the end event: re-attach. */
                 dropped = true;
                 if (x->progress) {
-                        last_progress = now_ms();
+                        last_progress = now_monotonic_usec() / 1000;
                         backoff = 100;
                 }
-                if (now_ms() - last_progress > RECONNECT_WINDOW_MS)
+                if (now_monotonic_usec() / 1000 - last_progress > RECONNECT_WINDOW_MS)
                         return cli_error(CLI_STREAM_LOST,
                                          "lost the connection to the daemon (%s); exec %s may still run: run the "
                                          "same command with --exec-id %s to re-attach",
@@ -527,7 +521,7 @@ static int stream(ExecRun *x, json_t *body) {
  * record is long-polled (or the request re-sent if the daemon never saw it). */
 static int wait_json(ExecRun *x, json_t *body, json_t **ret) {
         _cleanup_free_ char *post_path = cli_sandbox_path(x->sandbox_id, "/exec"), *eid = client_escape(x->exec_id);
-        uint64_t last_progress = now_ms();
+        uint64_t last_progress = now_monotonic_usec() / 1000;
         unsigned backoff = 100, wait = WAIT_SECONDS_MAX;
         bool post = true, dropped = false;
 
@@ -573,7 +567,7 @@ static int wait_json(ExecRun *x, json_t *body, json_t **ret) {
                                 return 0;
                         }
                         post = false;
-                        last_progress = now_ms();
+                        last_progress = now_monotonic_usec() / 1000;
                         backoff = 100;
                         continue;
                 }
@@ -584,7 +578,7 @@ static int wait_json(ExecRun *x, json_t *body, json_t **ret) {
                         wait = MAX(wait / 2, 1u);
                 post = false;
                 dropped = true;
-                if (now_ms() - last_progress > RECONNECT_WINDOW_MS)
+                if (now_monotonic_usec() / 1000 - last_progress > RECONNECT_WINDOW_MS)
                         return cli_error(CLI_STREAM_LOST,
                                          "lost the connection to the daemon (%s); exec %s may still run: run the "
                                          "same command with --exec-id %s to re-attach", err, x->exec_id, x->exec_id);

@@ -15,6 +15,7 @@
 #include "json-util.h"
 #include "log.h"
 #include "string-util.h"
+#include "time-util.h"
 
 #define PRUNE_FIRST_USEC (60 * USEC_PER_SEC)
 #define PRUNE_INTERVAL_USEC (3600 * USEC_PER_SEC)
@@ -257,21 +258,10 @@ unsigned exec_engine_active(ExecEngine *e) {
         return n;
 }
 
-static struct timespec deadline_in(usec_t usec) {
-        struct timespec ts;
-        usec_t ns;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        ns = (usec_t) ts.tv_nsec + usec * NSEC_PER_USEC;
-        ts.tv_sec += (time_t) (ns / (USEC_PER_SEC * NSEC_PER_USEC));
-        ts.tv_nsec = (long) (ns % (USEC_PER_SEC * NSEC_PER_USEC));
-        return ts;
-}
-
 void exec_engine_kill_all(ExecEngine *e, usec_t timeout_usec) {
         _cleanup_free_ StopAction *actions = NULL;
         _cleanup_free_ Exec **v = NULL;
-        struct timespec deadline = deadline_in(timeout_usec);
+        struct timespec deadline = monotonic_deadline(timeout_usec);
         Error lost = ERROR_INIT;
         size_t n;
 

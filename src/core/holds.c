@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "macros.h"
+#include "time-util.h"
 
 /* One mutex for the whole manager: every critical section is a few list walks, far
  * shorter than the file operation a hold protects. Each sandbox with a hold (or a waiter)
@@ -210,19 +211,6 @@ static bool can_grant(const HoldEntry *e, HoldKind kind, const char *path, const
         return true;
 }
 
-static struct timespec deadline_from(usec_t timeout) {
-        struct timespec ts;
-        usec_t t;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        if (timeout > UINT64_C(100) * 365 * 86400 * USEC_PER_SEC)
-                timeout = UINT64_C(100) * 365 * 86400 * USEC_PER_SEC;
-        t = (usec_t) ts.tv_nsec / NSEC_PER_USEC + timeout;
-        ts.tv_sec += (time_t) (t / USEC_PER_SEC);
-        ts.tv_nsec = (long) ((t % USEC_PER_SEC) * NSEC_PER_USEC);
-        return ts;
-}
-
 int holds_acquire(Holds *h, const char *key, HoldKind kind, const char *path, const char *path2, usec_t timeout,
                   Hold **ret) {
         struct timespec deadline;
@@ -256,7 +244,7 @@ int holds_acquire(Holds *h, const char *key, HoldKind kind, const char *path, co
                 }
         }
 
-        deadline = deadline_from(timeout);
+        deadline = monotonic_deadline(timeout);
 
         (void) pthread_mutex_lock(&h->lock);
         r = entry_get(h, key, &e);

@@ -12,6 +12,7 @@
 #include "macros.h"
 #include "uid.h"
 #include "workspace.h"
+#include "time-util.h"
 
 /* How often the reaper looks even when nobody kicks it (quarantines run out on their own). */
 #define REAPER_INTERVAL_USEC (5 * USEC_PER_SEC)
@@ -78,22 +79,11 @@ static void reap_uids(Daemon *d) {
                 log_debug("reaper: %u uid(s) back in the pool, %zu still quarantined", freed, n - freed);
 }
 
-static struct timespec deadline_in(usec_t usec) {
-        struct timespec ts;
-        usec_t ns;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        ns = (usec_t) ts.tv_nsec + usec * NSEC_PER_USEC;
-        ts.tv_sec += (time_t) (ns / (USEC_PER_SEC * NSEC_PER_USEC));
-        ts.tv_nsec = (long) (ns % (USEC_PER_SEC * NSEC_PER_USEC));
-        return ts;
-}
-
 static void *reaper_main(void *arg) {
         Reaper *rp = arg;
 
         for (;;) {
-                struct timespec deadline = deadline_in(REAPER_INTERVAL_USEC);
+                struct timespec deadline = monotonic_deadline(REAPER_INTERVAL_USEC);
 
                 (void) pthread_mutex_lock(&rp->lock);
                 while (!rp->kicked && !rp->stopping)

@@ -26,6 +26,7 @@
 #include "namespaces.h"
 #include "rlimits.h"
 #include "string-util.h"
+#include "time-util.h"
 
 /* Where the launch child stages what it hands to bwrap: only in the child's own mount
  * namespace. bwrap mounts its own root tmpfs over /tmp too, but pivots away from it before
@@ -97,13 +98,6 @@ typedef struct Child {
         char detail[160];
         LaunchReport report;
 } Child;
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
 
 static void report_write(Child *c, uint32_t kind) {
         c->report.kind = kind;
@@ -746,7 +740,7 @@ _noreturn_ void bwrap_child_main(const LaunchPlan *plan, const LaunchJob *job, b
         c.cmd_path = NULL;
         c.argv[0] = NULL;
         c.report = (LaunchReport) {};
-        c.report.at_usec[LAUNCH_T_CHILD_START] = now_usec();
+        c.report.at_usec[LAUNCH_T_CHILD_START] = now_monotonic_usec();
         for (size_t i = 0; i < STAGED; i++)
                 c.staged[i] = -EBADF;
 
@@ -756,7 +750,7 @@ _noreturn_ void bwrap_child_main(const LaunchPlan *plan, const LaunchJob *job, b
                 if (r < 0)
                         child_fail(&c, steps[i].name, r);
                 if (steps[i].timing >= 0)
-                        c.report.at_usec[steps[i].timing] = now_usec();
+                        c.report.at_usec[steps[i].timing] = now_monotonic_usec();
         }
         if (c.spec->collect_timings)
                 report_write(&c, LAUNCH_REPORT_TIMINGS);

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "macros.h"
 #include "parse-util.h"
 #include "string-util.h"
@@ -277,20 +278,6 @@ static int write_attr(int dir_fd, const char *attr, const char *value) {
         return (size_t) n == len ? 0 : -EIO;
 }
 
-static int read_attr(int dir_fd, const char *attr, char *buf, size_t size) {
-        _cleanup_close_ int fd = -EBADF;
-        ssize_t n;
-
-        fd = openat(dir_fd, attr, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0)
-                return negative_errno();
-        n = read(fd, buf, size - 1);
-        if (n < 0)
-                return negative_errno();
-        buf[n] = '\0';
-        return 0;
-}
-
 static int write_u64(int dir_fd, const char *attr, uint64_t v) {
         char buf[32];
 
@@ -323,7 +310,7 @@ static int read_u64(int dir_fd, const char *attr, uint64_t *ret) {
         char buf[64];
         int r;
 
-        r = read_attr(dir_fd, attr, buf, sizeof buf);
+        r = read_attr_at(dir_fd, attr, buf, sizeof buf);
         if (r < 0)
                 return r;
         strip_nl(buf);
@@ -357,7 +344,7 @@ static void kill_procs(int dir_fd) {
                 char *save = NULL;
                 unsigned n = 0;
 
-                if (read_attr(dir_fd, "cgroup.procs", buf, sizeof buf) < 0)
+                if (read_attr_at(dir_fd, "cgroup.procs", buf, sizeof buf) < 0)
                         return;
                 for (char *t = strtok_r(buf, "\n", &save); t; t = strtok_r(NULL, "\n", &save)) {
                         uint32_t pid;
@@ -597,7 +584,7 @@ int cgroup_limits_v2_vacate(int base_fd, const char *leaf) {
                 char *save = NULL;
                 unsigned n = 0;
 
-                r = read_attr(base_fd, "cgroup.procs", buf, sizeof buf);
+                r = read_attr_at(base_fd, "cgroup.procs", buf, sizeof buf);
                 if (r < 0)
                         return r;
                 for (char *t = strtok_r(buf, "\n", &save); t; t = strtok_r(NULL, "\n", &save)) {
@@ -653,14 +640,14 @@ int cgroup_limits_memory_counters(int mem_fd, bool v2, CgroupMemoryCounters *ret
         int r;
 
         if (v2) {
-                r = read_attr(mem_fd, "memory.events", buf, sizeof buf);
+                r = read_attr_at(mem_fd, "memory.events", buf, sizeof buf);
                 if (r < 0)
                         return r;
                 (void) keyed_u64(buf, "oom_kill", &m.oom_kills);
                 (void) keyed_u64(buf, "max", &m.failcnt);
                 (void) read_u64(mem_fd, "memory.peak", &m.peak_bytes);
         } else {
-                r = read_attr(mem_fd, "memory.oom_control", buf, sizeof buf);
+                r = read_attr_at(mem_fd, "memory.oom_control", buf, sizeof buf);
                 if (r < 0)
                         return r;
                 (void) keyed_u64(buf, "oom_kill", &m.oom_kills);

@@ -119,20 +119,6 @@ static int write_attr(int cg_fd, const char *attr, const char *value) {
         return 0;
 }
 
-static int read_attr(int cg_fd, const char *attr, char *buf, size_t size) {
-        _cleanup_close_ int fd = -EBADF;
-        ssize_t n;
-
-        fd = openat(cg_fd, attr, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0)
-                return negative_errno();
-        n = read(fd, buf, size - 1);
-        if (n < 0)
-                return negative_errno();
-        buf[n] = '\0';
-        return 0;
-}
-
 int cgroup_track_join(int cg_fd) {
         return write_attr(cg_fd, "cgroup.procs", "0");
 }
@@ -166,7 +152,7 @@ int cgroup_track_populated(int cg_fd) {
         const char *p;
         int r;
 
-        r = read_attr(cg_fd, "cgroup.events", buf, sizeof buf);
+        r = read_attr_at(cg_fd, "cgroup.events", buf, sizeof buf);
         if (r < 0)
                 return r;
         p = strstr(buf, "populated ");
@@ -189,7 +175,7 @@ int cgroup_track_cpu_usec(int cg_fd, uint64_t *ret) {
         size_t n = 0;
         int r;
 
-        r = read_attr(cg_fd, "cpu.stat", buf, sizeof buf);
+        r = read_attr_at(cg_fd, "cpu.stat", buf, sizeof buf);
         if (r < 0)
                 return r;
         p = strstr(buf, "usage_usec ");

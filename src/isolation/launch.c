@@ -24,6 +24,7 @@
 #include "rlimits.h"
 #include "sandbox-init.h"
 #include "string-util.h"
+#include "time-util.h"
 
 #define DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 
@@ -71,13 +72,6 @@ typedef struct Child {
         char detail[160];
         LaunchReport report;
 } Child;
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
 
 static void report_write(Child *c, uint32_t kind) {
         LaunchReport *r = &c->report;
@@ -226,7 +220,7 @@ static int main_entry(void *userdata) {
         r = init_reset_signals_in_child(&c->old_mask);
         if (r < 0)
                 child_fail(c, "start init", r);
-        c->report.at_usec[LAUNCH_T_INIT_FORK] = now_usec();
+        c->report.at_usec[LAUNCH_T_INIT_FORK] = now_monotonic_usec();
         run_steps(c, c->step + 1);
 }
 
@@ -420,7 +414,7 @@ static _noreturn_ void run_steps(Child *c, size_t first) {
                 if (r < 0)
                         child_fail(c, st->name, r);
                 if (st->timing >= 0 && (st->timing != LAUNCH_T_INIT_FORK || c->spec->level < ISOLATION_LEVEL_STANDARD))
-                        c->report.at_usec[st->timing] = now_usec();
+                        c->report.at_usec[st->timing] = now_monotonic_usec();
         }
         if (c->spec->collect_timings)
                 report_write(c, LAUNCH_REPORT_TIMINGS);
@@ -431,7 +425,7 @@ static _noreturn_ void run_steps(Child *c, size_t first) {
 }
 
 static _noreturn_ void child_main(Child *c) {
-        c->report.at_usec[LAUNCH_T_CHILD_START] = now_usec();
+        c->report.at_usec[LAUNCH_T_CHILD_START] = now_monotonic_usec();
         run_steps(c, 0);
 }
 

@@ -632,21 +632,10 @@ static int send_with_fds(Spawner *s, const void *msg, size_t size, const int *fd
         }
 }
 
-static struct timespec deadline_after(uint64_t usec) {
-        struct timespec ts;
-        uint64_t ns;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        ns = (uint64_t) ts.tv_nsec + (usec % USEC_PER_SEC) * 1000;
-        ts.tv_sec += (time_t) (usec / USEC_PER_SEC + ns / 1000000000);
-        ts.tv_nsec = (long) (ns % 1000000000);
-        return ts;
-}
-
 /* Sends MSG (whose header id is set here) and waits for its SPAWN_ACK. */
 static int request_ack(Spawner *s, SpawnHeader *msg, size_t size, uint32_t *ret_value) {
         Ack a = { .id = atomic_fetch_add(&s->next_id, 1) };
-        struct timespec deadline = deadline_after(ACK_TIMEOUT_USEC);
+        struct timespec deadline = monotonic_deadline(ACK_TIMEOUT_USEC);
         int r;
 
         msg->id = a.id;
@@ -783,7 +772,7 @@ int spawner_launch(Spawner *s, const LaunchSpec *spec, SpawnerExitCallback on_ex
                 (void) bsprintf(err->message, sizeof err->message, "send launch request: %s", strerror(-r));
                 return r;
         }
-        deadline = deadline_after(LAUNCH_TIMEOUT_USEC);
+        deadline = monotonic_deadline(LAUNCH_TIMEOUT_USEC);
         while (e->state == EXEC_PENDING)
                 if (pthread_cond_timedwait(&e->cond, &s->lock, &deadline) == ETIMEDOUT)
                         break;
@@ -829,7 +818,7 @@ int spawner_exec_kill(SpawnerExec *e, int sig) {
 }
 
 int spawner_exec_wait(SpawnerExec *e, uint64_t timeout_usec, SpawnerExit *ret) {
-        struct timespec deadline = deadline_after(timeout_usec == UINT64_MAX ? 0 : timeout_usec);
+        struct timespec deadline = monotonic_deadline(timeout_usec == UINT64_MAX ? 0 : timeout_usec);
         int r = 0;
 
         pthread_mutex_lock(&e->s->lock);
