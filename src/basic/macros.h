@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include <stdio.h>
+
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -49,6 +51,12 @@ static inline void closep(int *fd) {
         *fd = safe_close(*fd);
 }
 #define _cleanup_close_ _cleanup_(closep)
+
+static inline void fclosep(FILE **f) {
+        if (*f)
+                (void) fclose(*f);
+}
+#define _cleanup_fclose_ _cleanup_(fclosep)
 
 /* Declares NAMEp(T **) calling FUNC on a non-NULL pointer, for _cleanup_. */
 #define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)     \

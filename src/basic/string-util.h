@@ -35,3 +35,6 @@ bool str_in_charset(const char *s, const char *allowed, size_t minlen, size_t ma
 /* No C0 controls, no DEL, no C1 controls (UTF-8 C2 80..C2 9F): text that is stored and shown
  * back. S is NUL-terminated UTF-8 (the caller has checked it). */
 bool string_is_printable(const char *s);
+
+/* Undoes the \ooo escapes of /proc/self/mountinfo (space, tab, newline, backslash) in place. */
+void string_unescape_octal(char *s);

@@ -78,25 +78,6 @@ int cgroup_limits_parse_cpu_quota(const char *s, uint64_t *ret_millicores) {
 
 /* ---- detection ---- */
 
-static void fclosep(FILE **f) {
-        if (*f)
-                fclose(*f);
-}
-
-static void unescape_octal(char *s) {
-        char *w = s;
-
-        for (char *r = s; *r;) {
-                if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' &&
-                    r[3] <= '7') {
-                        *w++ = (char) (((r[1] - '0') << 6) | ((r[2] - '0') << 3) | (r[3] - '0'));
-                        r += 4;
-                } else
-                        *w++ = *r++;
-        }
-        *w = '\0';
-}
-
 /* True if the comma-separated LIST contains WORD. */
 static bool list_has(const char *list, const char *word) {
         size_t n = strlen(word);
@@ -120,7 +101,7 @@ static void strip_nl(char *s) {
 
 /* The own cgroup of controller C (v1) or of the v2 hierarchy (C < 0), from /proc/self/cgroup. */
 static int own_cgroup(const char *cgroup_file, int c, char *buf, size_t size) {
-        _cleanup_(fclosep) FILE *f = NULL;
+        _cleanup_fclose_ FILE *f = NULL;
         char line[4096];
 
         f = fopen(cgroup_file, "re");
@@ -178,7 +159,7 @@ static bool v2_lists(const char *dir, const char *controller) {
 }
 
 int cgroup_limits_detect(const char *mountinfo, const char *cgroup, CgroupHost *ret) {
-        _cleanup_(fclosep) FILE *f = NULL;
+        _cleanup_fclose_ FILE *f = NULL;
         CgroupHost h = {};
         char line[8192], v2own[2048] = "", v2path[512] = "";
         bool have_v1 = false;
@@ -213,8 +194,8 @@ int cgroup_limits_detect(const char *mountinfo, const char *cgroup, CgroupHost *
                         fields[n++] = t;
                 if (n < 5)
                         continue;
-                unescape_octal(fields[3]);
-                unescape_octal(fields[4]);
+                string_unescape_octal(fields[3]);
+                string_unescape_octal(fields[4]);
                 if (streq(fstype, "cgroup2")) {
                         if (v2own[0] != '\0' && v2path[0] == '\0')
                                 (void) join_mount(fields[3], fields[4], v2own, v2path, sizeof v2path);

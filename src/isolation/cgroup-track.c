@@ -21,28 +21,8 @@
 
 #define MOUNTINFO_MAX (1024 * 1024)
 
-static void fclosep(FILE **f) {
-        if (*f)
-                fclose(*f);
-}
-
-/* mountinfo escapes space, tab, newline and backslash as \ooo. */
-static void unescape_octal(char *s) {
-        char *w = s;
-
-        for (char *r = s; *r; ) {
-                if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
-                    r[3] >= '0' && r[3] <= '7') {
-                        *w++ = (char) (((r[1] - '0') << 6) | ((r[2] - '0') << 3) | (r[3] - '0'));
-                        r += 4;
-                } else
-                        *w++ = *r++;
-        }
-        *w = '\0';
-}
-
 static int own_v2_path(char *buf, size_t size) {
-        _cleanup_(fclosep) FILE *f = NULL;
+        _cleanup_fclose_ FILE *f = NULL;
         char line[4096];
 
         f = fopen("/proc/self/cgroup", "re");
@@ -58,7 +38,7 @@ static int own_v2_path(char *buf, size_t size) {
 }
 
 int cgroup_track_find_own(char *ret_path, size_t size) {
-        _cleanup_(fclosep) FILE *f = NULL;
+        _cleanup_fclose_ FILE *f = NULL;
         char own[2048], line[8192];
         int r;
 
@@ -83,8 +63,8 @@ int cgroup_track_find_own(char *ret_path, size_t size) {
                 if (n < 5)
                         continue;
                 /* fields[3] = root of the mount within the hierarchy, fields[4] = mount point */
-                unescape_octal(fields[3]);
-                unescape_octal(fields[4]);
+                string_unescape_octal(fields[3]);
+                string_unescape_octal(fields[4]);
                 rootlen = streq(fields[3], "/") ? 0 : strlen(fields[3]);
                 if (rootlen > 0 && !(strneq(own, fields[3], rootlen) && (own[rootlen] == '/' || own[rootlen] == '\0')))
                         continue;       /* our cgroup is not below this mount */

@@ -19,7 +19,7 @@ import time
 import pytest
 
 from conftest import BINARY, clean_env
-from helpers import API, Sandbox, assert_ok, quote, unique_id, wait_until
+from helpers import API, assert_ok, unique_id, wait_until
 
 # The client under test; by default the daemon's own binary (SANDLOOM_CLI_BINARY runs, say, a
 # sanitizer build of the client against a normal daemon).
@@ -87,14 +87,9 @@ def cli(daemon):
 
 
 @pytest.fixture
-def sbx(client):
+def sbx(sandbox):
     """A READY sandbox made through the API (the CLI's own create is tested separately)."""
-    s = Sandbox.create(client)
-    yield s
-    try:
-        s.release()
-    except OSError:
-        pass
+    return sandbox
 
 
 # ---------------------------------------------------------------- help and usage

@@ -134,6 +134,14 @@ static void test_parse_status_field_finds_whole_field_names(void **state) {
         assert_int_equal(parse_status_field("", "VmRSS", &v), -ENODATA);
 }
 
+static void test_unescape_octal_as_mountinfo_writes_it(void **state) {
+        char s[] = "/mnt/a\\040b\\011c\\134d\\12x\\999";
+
+        string_unescape_octal(s);
+        /* \040 space, \011 tab, \134 backslash; a short or non-octal escape is kept as is */
+        assert_string_equal(s, "/mnt/a b\tc\\d\\12x\\999");
+}
+
 static void test_consttime_compare(void **state) {
         assert_true(memeq_consttime("abc", 3, "abc", 3));
         assert_false(memeq_consttime("abc", 3, "abd", 3));
@@ -205,6 +213,7 @@ int main(void) {
                 cmocka_unit_test(test_parse_u64_is_strict),
                 cmocka_unit_test(test_parse_bytes_suffixes),
                 cmocka_unit_test(test_parse_status_field_finds_whole_field_names),
+                cmocka_unit_test(test_unescape_octal_as_mountinfo_writes_it),
                 cmocka_unit_test(test_consttime_compare),
                 cmocka_unit_test(test_strscpy_and_bsprintf_report_truncation),
                 cmocka_unit_test(test_random_range_stays_in_bounds),
